@@ -1,0 +1,21 @@
+"""osworld-gym: OSWorld desktop tasks as a Gymnasium environment.
+
+Importing the package is cheap: heavy pieces (providers, the action parsers) load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from osworld_gym.version import __version__
+
+__all__ = ["__version__", "parse_action"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy public names keep `import osworld_gym` free of provider and parser imports.
+    if name == "parse_action":
+        from osworld_gym.actions import parse_action
+
+        return parse_action
+    raise AttributeError(f"module 'osworld_gym' has no attribute {name!r}")

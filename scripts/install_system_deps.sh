@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian packages a `local` desktop needs: an X server, a window manager,
+# X utilities, fonts, the apps of the bundled suite, ffmpeg for recordings and the
+# AT-SPI stack for /accessibility (see shared a11y notes: no dbus-x11, which spawns
+# stray session buses). Idempotent: a second run only checks.
+set -euo pipefail
+
+PACKAGES=(
+  xvfb openbox xdotool x11-utils x11-xserver-utils wmctrl xterm xdg-utils feh
+  fonts-dejavu-core fonts-liberation2 fonts-noto-cjk
+  mousepad
+  libreoffice-calc libreoffice-writer libreoffice-impress libreoffice-gtk3
+  ffmpeg
+  dbus-daemon dbus-bin at-spi2-core python3-gi gir1.2-atspi-2.0 python3-pyatspi
+  procps
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "system packages: all ${#PACKAGES[@]} present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "system packages: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
