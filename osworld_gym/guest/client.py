@@ -1,0 +1,393 @@
+"""The host's client for a guest server: ours, or OSWorld's official one.
+
+Every call has a timeout (OSWorld's controller has calls with none); only calls that are safe to
+repeat are retried, a bounded number of times; failures raise typed errors naming the endpoint
+and the cause. When ``/health`` is missing (an official OSWorld image) the client falls back to
+OSWorld's plain endpoints: typed actions become pyautogui code run through ``/execute``, and
+screenshot options are applied on the host.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import requests
+from PIL import Image
+
+from osworld_gym.errors import (
+    GuestAuthError,
+    GuestError,
+    GuestHTTPError,
+    GuestProtocolError,
+    GuestTimeoutError,
+    GuestUnreachableError,
+    UnsupportedByGuestError,
+)
+from osworld_gym.guest import protocol
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GuestInfo:
+    """What ``/health`` says about a guest; ``extended=False`` for an official OSWorld guest."""
+
+    extended: bool
+    version: str | None = None
+    capabilities: tuple[str, ...] = ()
+    screen_size: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Screenshot:
+    """A screenshot as the guest encoded it."""
+
+    data: bytes
+    content_type: str
+    width: int
+    height: int
+    settled: bool | None = None
+    settle_seconds: float = 0.0
+
+    def to_array(self) -> np.ndarray:
+        """Decode into an ``H x W x 3`` uint8 array."""
+        if self.content_type == "application/octet-stream":
+            return np.frombuffer(self.data, np.uint8).reshape(self.height, self.width, 3)
+        with Image.open(io.BytesIO(self.data)) as image:
+            return np.asarray(image.convert("RGB"))
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """The result of ``/execute``: output, error output and exit status."""
+
+    output: str
+    error: str
+    returncode: int
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """Timeouts and retry policy of a :class:`GuestClient`.
+
+    Attributes:
+        connect_timeout: Seconds to wait for a TCP connection.
+        timeout: Seconds to wait for an answer to an ordinary call.
+        long_timeout: Seconds for calls that run programs (``/execute`` has a 120 s limit).
+        retries: Extra attempts for calls that are safe to repeat (reads).
+        retry_backoff: Seconds before the first retry; doubles each time.
+    """
+
+    connect_timeout: float = 3.0
+    timeout: float = 30.0
+    long_timeout: float = 150.0
+    retries: int = 2
+    retry_backoff: float = 0.1
+
+
+class GuestClient:
+    """Typed methods for every guest endpoint.
+
+    Args:
+        base_url: e.g. ``"http://127.0.0.1:5000"``.
+        token: Shared secret, sent as ``Authorization: Bearer``.
+        config: Timeouts and retries.
+    """
+
+    def __init__(self, base_url: str, *, token: str | None = None,
+                 config: ClientConfig | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.config = config or ClientConfig()
+        self._session = requests.Session()
+        if token:
+            self._session.headers["Authorization"] = f"Bearer {token}"
+        self._info: GuestInfo | None = None
+
+    # --- transport ---------------------------------------------------------------------
+
+    def _request(self, method: str, path: str, *, idempotent: bool, timeout: float | None = None,
+                 **kwargs: Any) -> requests.Response:
+        attempts = 1 + (self.config.retries if idempotent else 0)
+        delay = self.config.retry_backoff
+        for attempt in range(attempts):
+            try:
+                response = self._session.request(
+                    method, self.base_url + path,
+                    timeout=(self.config.connect_timeout, timeout or self.config.timeout), **kwargs,
+                )
+            except requests.Timeout as e:
+                error: GuestError = GuestTimeoutError(path, f"no answer in time ({e})")
+            except requests.ConnectionError as e:
+                error = GuestUnreachableError(path, f"cannot reach {self.base_url} ({e})")
+            except requests.RequestException as e:
+                raise GuestProtocolError(path, str(e)) from e
+            else:
+                if response.status_code < 400:
+                    return response
+                raise self._http_error(path, response)
+            if attempt + 1 == attempts:
+                raise error
+            logger.debug("retrying %s after: %s", path, error)
+            time.sleep(delay)  # back-off between retries of an idempotent call
+            delay *= 2
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _http_error(path: str, response: requests.Response) -> GuestHTTPError:
+        try:
+            body: object = response.json()
+        except ValueError:
+            body = response.text[:500]
+        cls = GuestAuthError if response.status_code == 401 else GuestHTTPError
+        return cls(path, response.status_code, body)
+
+    def _json(self, method: str, path: str, *, idempotent: bool, **kwargs: Any) -> Any:
+        response = self._request(method, path, idempotent=idempotent, **kwargs)
+        try:
+            return response.json()
+        except ValueError as e:
+            raise GuestProtocolError(path, f"expected JSON, got {response.text[:200]!r}") from e
+
+    # --- discovery ---------------------------------------------------------------------
+
+    def info(self, *, refresh: bool = False) -> GuestInfo:
+        """Probe ``/health`` once (cached): our server, or an official OSWorld one."""
+        if self._info is not None and not refresh:
+            return self._info
+        try:
+            data = self._json("GET", "/health", idempotent=True)
+        except GuestHTTPError as e:
+            if e.status != 404:
+                raise
+            self._info = GuestInfo(extended=False)
+        else:
+            screen = data.get("screen") or {}
+            size = (screen["width"], screen["height"]) if "width" in screen else None
+            self._info = GuestInfo(True, data.get("version"), tuple(data.get("capabilities", ())), size)
+        return self._info
+
+    def wait_until_ready(self, timeout: float, poll: float = 0.05) -> GuestInfo:
+        """Poll ``/health`` (or ``/screen_size`` on official guests) until it answers.
+
+        Raises:
+            GuestUnreachableError: the guest did not answer within ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.info(refresh=True)
+            except (GuestUnreachableError, GuestTimeoutError) as e:
+                if time.monotonic() >= deadline:
+                    raise GuestUnreachableError("/health", f"not ready after {timeout:g} s: {e}") from e
+            time.sleep(poll)
+
+    # --- observation -------------------------------------------------------------------
+
+    def screenshot(self, *, format: str = "png", quality: int = 85, max_pixels: int = 0,  # noqa: A002
+                   cursor: bool = True, settle: bool = False, settle_timeout: float = 3.0,
+                   settle_quiet: float = 0.2) -> Screenshot:
+        """Take a screenshot; ``settle`` waits (bounded) until the screen stops changing."""
+        if not self.info().extended:
+            return self._official_screenshot(format, quality, max_pixels, settle, settle_timeout)
+        params = {
+            "format": format, "quality": quality, "max_pixels": max_pixels,
+            "cursor": int(cursor), "settle": int(settle), "settle_timeout": settle_timeout,
+            "settle_quiet": settle_quiet,
+        }
+        timeout = self.config.timeout + (settle_timeout if settle else 0)
+        response = self._request("GET", "/screenshot", idempotent=True, params=params, timeout=timeout)
+        headers = response.headers
+        settled = headers.get("X-Settled")
+        return Screenshot(
+            response.content, headers.get("Content-Type", "image/png"),
+            int(headers.get("X-Image-Width", 0)), int(headers.get("X-Image-Height", 0)),
+            None if settled is None else settled == "true",
+            float(headers.get("X-Settle-Seconds", 0.0)),
+        )
+
+    def _official_screenshot(self, format: str, quality: int, max_pixels: int,  # noqa: A002
+                             settle: bool, settle_timeout: float) -> Screenshot:
+        start = time.monotonic()
+        data = self._request("GET", "/screenshot", idempotent=True).content
+        settled: bool | None = None
+        if settle:  # host-side: wait for two identical frames in a row
+            settled = False
+            while time.monotonic() - start < settle_timeout:
+                again = self._request("GET", "/screenshot", idempotent=True).content
+                if again == data:
+                    settled = True
+                    break
+                data = again
+        with Image.open(io.BytesIO(data)) as image:
+            rgb = image.convert("RGB")
+        if max_pixels and rgb.width * rgb.height > max_pixels:
+            scale = (max_pixels / (rgb.width * rgb.height)) ** 0.5
+            rgb = rgb.resize((int(rgb.width * scale), int(rgb.height * scale)))
+        if format == "raw":
+            payload, ctype = rgb.tobytes(), "application/octet-stream"
+        elif format == "jpeg":
+            buffer = io.BytesIO()
+            rgb.save(buffer, "JPEG", quality=quality)
+            payload, ctype = buffer.getvalue(), "image/jpeg"
+        else:
+            payload, ctype = data, "image/png"
+        return Screenshot(payload, ctype, rgb.width, rgb.height, settled, time.monotonic() - start)
+
+    def screen_size(self) -> tuple[int, int]:
+        """The screen's (width, height)."""
+        data = self._json("POST", "/screen_size", idempotent=True)
+        return int(data["width"]), int(data["height"])
+
+    def cursor_position(self) -> tuple[int, int]:
+        """The pointer position."""
+        x, y = self._json("GET", "/cursor_position", idempotent=True)
+        return int(x), int(y)
+
+    def window_size(self, app_class_name: str) -> tuple[int, int]:
+        """Size of the first window of an application class."""
+        data = self._json("POST", "/window_size", idempotent=True, data={"app_class_name": app_class_name})
+        return int(data["width"]), int(data["height"])
+
+    def platform(self) -> str:
+        """``Linux``, ``Windows`` or ``Darwin``."""
+        return self._request("GET", "/platform", idempotent=True).text.strip()
+
+    def desktop_path(self) -> str:
+        """The desktop folder of the guest's user."""
+        return str(self._json("POST", "/desktop_path", idempotent=True)["desktop_path"])
+
+    def terminal_output(self) -> str | None:
+        """Text of the focused terminal, or None."""
+        return self._json("GET", "/terminal", idempotent=True).get("output")
+
+    def accessibility_tree(self, timeout: float = 60.0) -> str:
+        """OSWorld's XML accessibility tree."""
+        return str(self._json("GET", "/accessibility", idempotent=True, timeout=timeout)["AT"])
+
+    # --- input -------------------------------------------------------------------------
+
+    def actions(self, actions: list[dict[str, Any]]) -> dict[str, Any]:
+        """Run wire actions (see :mod:`osworld_gym.guest.protocol`) on the desktop.
+
+        Our guest runs them in-process; an official guest gets pyautogui code via ``/execute``.
+        """
+        batch = protocol.validate_actions(actions)
+        if not batch:
+            return {"status": "success", "executed": 0}
+        if self.info().extended:
+            return self._json("POST", "/actions", idempotent=False, json={"actions": batch})
+        result = self.execute(["python", "-c", protocol.to_pyautogui_code(batch)])
+        if result.returncode != 0:
+            raise GuestProtocolError("/execute", f"pyautogui code failed: {result.error.strip()}")
+        return {"status": "success", "executed": len(batch)}
+
+    # --- programs ----------------------------------------------------------------------
+
+    def execute(self, command: list[str] | str, *, shell: bool = False) -> CommandResult:
+        """Run a command in the desktop (120 s limit in the guest); never retried."""
+        data = self._json("POST", "/execute", idempotent=False, timeout=self.config.long_timeout,
+                          json={"command": command, "shell": shell})
+        return CommandResult(data.get("output", ""), data.get("error", ""), data.get("returncode", -1), data)
+
+    def execute_python(self, code: str) -> CommandResult:
+        """Run Python the way OSWorld's controller does (``python -c`` with pyautogui imported)."""
+        return self.execute(["python", "-c", protocol.PYAUTOGUI_PREFIX + code])
+
+    def launch(self, command: list[str] | str, *, shell: bool = False) -> None:
+        """Start a program and return at once."""
+        self._request("POST", "/setup/launch", idempotent=False, json={"command": command, "shell": shell})
+
+    def open_file(self, path: str, *, timeout: float = 60.0) -> None:
+        """Open a file with its default app and wait (bounded) for its window."""
+        self._request("POST", "/setup/open_file", idempotent=False, timeout=timeout + 10,
+                      json={"path": path, "timeout": timeout})
+
+    def activate_window(self, window_name: str, *, strict: bool = False, by_class: bool = False) -> None:
+        """Raise and focus a window."""
+        body = {"window_name": window_name, "strict": strict, "by_class": by_class}
+        self._request("POST", "/setup/activate_window", idempotent=True, json=body)
+
+    def close_window(self, window_name: str, *, strict: bool = False, by_class: bool = False) -> None:
+        """Close matching windows."""
+        body = {"window_name": window_name, "strict": strict, "by_class": by_class}
+        self._request("POST", "/setup/close_window", idempotent=False, json=body)
+
+    def run_python(self, code: str) -> dict[str, Any]:
+        """``/run_python`` (30 s limit in the guest)."""
+        return self._json("POST", "/run_python", idempotent=False, timeout=self.config.long_timeout,
+                          json={"code": code})
+
+    def run_bash_script(self, script: str, *, timeout: float = 30.0,
+                        working_dir: str | None = None) -> dict[str, Any]:
+        """``/run_bash_script``; run once, never retried (OSWorld's host re-runs it 3 times)."""
+        body = {"script": script, "timeout": timeout, "working_dir": working_dir}
+        return self._json("POST", "/run_bash_script", idempotent=False, timeout=timeout + 30, json=body)
+
+    # --- files -------------------------------------------------------------------------
+
+    def upload(self, path: str, data: bytes) -> None:
+        """Write ``data`` to ``path`` in the desktop (parent folders are created)."""
+        files = {"file_data": ("upload", data, "application/octet-stream")}
+        self._request("POST", "/setup/upload", idempotent=True, timeout=self.config.long_timeout,
+                      data={"file_path": path}, files=files)
+
+    def download(self, path: str) -> bytes:
+        """Read a file from the desktop.
+
+        Raises:
+            GuestHTTPError: status 404 when the file does not exist.
+        """
+        return self._request("POST", "/file", idempotent=True, timeout=self.config.long_timeout,
+                             data={"file_path": path}).content
+
+    def list_directory(self, path: str) -> dict[str, Any]:
+        """A recursive tree of a folder."""
+        return self._json("POST", "/list_directory", idempotent=True, json={"path": path})["directory_tree"]
+
+    def wallpaper(self) -> bytes:
+        """The current wallpaper image."""
+        return self._request("POST", "/wallpaper", idempotent=True).content
+
+    def change_wallpaper(self, path: str) -> None:
+        """Set the wallpaper to an image file in the desktop."""
+        self._request("POST", "/setup/change_wallpaper", idempotent=True, json={"path": path})
+
+    def download_file(self, url: str, path: str) -> None:
+        """Have the guest download ``url`` into ``path`` itself."""
+        self._request("POST", "/setup/download_file", idempotent=True, timeout=self.config.long_timeout * 3,
+                      json={"url": url, "path": path})
+
+    # --- recording ---------------------------------------------------------------------
+
+    def start_recording(self) -> None:
+        """Start recording the screen."""
+        self._request("POST", "/start_recording", idempotent=False)
+
+    def end_recording(self, dest: str | Path) -> Path:
+        """Stop recording and save the MP4 to ``dest``."""
+        response = self._request("POST", "/end_recording", idempotent=False, timeout=self.config.long_timeout)
+        dest = Path(dest)
+        dest.write_bytes(response.content)
+        return dest
+
+    def require(self, capability: str) -> None:
+        """Raise :class:`UnsupportedByGuestError` unless the guest reports ``capability``."""
+        if capability not in self.info().capabilities:
+            raise UnsupportedByGuestError("/health", f"guest lacks {capability!r}")
+
+    def close(self) -> None:
+        """Close pooled connections."""
+        self._session.close()
+
+    def __enter__(self) -> GuestClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,101 @@
+"""State the guest server's routes share: the display, X connection, capture, child processes."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from osworld_gym.guest.capture import ScreenCapture
+from osworld_gym.guest.recorder import Recorder
+from osworld_gym.guest.x11 import X11Session
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GuestConfig:
+    """Settings of one guest server.
+
+    Attributes:
+        display: X display the guest drives, e.g. ``":3"``.
+        host: Address to bind; loopback by default so only this machine can drive it.
+        port: TCP port; 0 picks a free one (see ``port_file``).
+        token: Shared secret required on every request when set.
+        port_file: Where to write the bound port once listening (for port 0).
+        max_upload_bytes: Largest request body accepted by ``/setup/upload``.
+        max_body_bytes: Largest body accepted by every other route.
+        state_dir: Where the server keeps recordings, the wallpaper record and temp scripts.
+        execute_timeout: Seconds ``/execute`` lets a command run (OSWorld: 120).
+        open_file_timeout: Default seconds ``/setup/open_file`` waits for the window.
+    """
+
+    display: str
+    host: str = "127.0.0.1"
+    port: int = 5000
+    token: str | None = None
+    port_file: str | None = None
+    max_upload_bytes: int = 512 * 1024 * 1024
+    max_body_bytes: int = 16 * 1024 * 1024
+    state_dir: str | None = None
+    execute_timeout: float = 120.0
+    open_file_timeout: float = 60.0
+
+
+class GuestContext:
+    """Shared, thread-safe state of a running guest server."""
+
+    def __init__(self, config: GuestConfig) -> None:
+        self.config = config
+        self.home = Path(os.path.expanduser("~"))
+        state = config.state_dir or os.path.join(self.home, ".cache", "osworld-gym-guest")
+        self.state_dir = Path(state)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.x11 = X11Session(config.display)
+        self.capture = ScreenCapture(config.display)
+        self.input_lock = threading.Lock()
+        self.recorder = Recorder()
+        self._children: list[subprocess.Popen[bytes]] = []
+        self._children_lock = threading.Lock()
+
+    def child_env(self) -> dict[str, str]:
+        """Environment for commands the guest runs: this display, and a ``python`` with pyautogui.
+
+        OSWorld agents run ``python -c "import pyautogui ..."``; putting this interpreter's
+        folder first on PATH makes ``python`` the one the guest's packages are installed in.
+        """
+        env = dict(os.environ)
+        env["DISPLAY"] = self.config.display
+        bindir = os.path.dirname(sys.executable)
+        env["PATH"] = bindir + os.pathsep + env.get("PATH", "/usr/bin:/bin")
+        return env
+
+    def spawn_detached(self, argv: list[str] | str, *, shell: bool) -> subprocess.Popen[bytes]:
+        """Start a long-running program (an app) that outlives the request."""
+        self.reap_children()
+        log = open(self.state_dir / "launched.log", "ab")  # noqa: SIM115 - handed to the child
+        try:
+            proc = subprocess.Popen(
+                argv, shell=shell, env=self.child_env(), cwd=self.home, stdin=subprocess.DEVNULL,
+                stdout=log, stderr=log, start_new_session=True,
+            )
+        finally:
+            log.close()
+        with self._children_lock:
+            self._children.append(proc)
+        return proc
+
+    def reap_children(self) -> None:
+        """Collect exit statuses of finished launched programs (no zombies)."""
+        with self._children_lock:
+            self._children = [p for p in self._children if p.poll() is None]
+
+    def close(self) -> None:
+        """Stop a recording and release X connections (apps are left to the provider)."""
+        self.recorder.abort()
+        self.capture.close()
+        self.x11.close()

@@ -1,0 +1,271 @@
+"""Guest routes that see and drive the screen: screenshots, typed actions, windows, wallpaper.
+
+OSWorld-compatible routes keep OSWorld's shapes; ``/health``, ``/actions`` and the screenshot
+query options are this server's extensions (discovered by clients through ``/health``).
+"""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from osworld_gym.guest import protocol
+from osworld_gym.guest.capture import ScreenshotOptions
+from osworld_gym.guest.context import GuestContext
+from osworld_gym.guest.http import HTTPError, Request, Response
+from osworld_gym.guest.routes_files import expand_path
+from osworld_gym.guest.x11 import WindowInfo, keysym_for_key
+from osworld_gym.version import __version__
+
+CAPABILITIES = (
+    "actions", "screenshot.format", "screenshot.resize", "screenshot.settle", "token",
+    "run_bash_script.fixed", "open_file.timeout",
+)
+MAX_OPEN_FILE_TIMEOUT = 600.0
+
+
+def health(ctx: GuestContext, request: Request) -> Response:
+    """``/health`` (extension): who this server is, what it can do, the screen size."""
+    width, height = ctx.capture.size
+    return Response.json({
+        "status": "ok", "server": "osworld-gym-guest", "version": __version__,
+        "protocol": protocol.PROTOCOL_VERSION, "capabilities": list(CAPABILITIES),
+        "screen": {"width": width, "height": height}, "display": ctx.config.display,
+        "platform": platform.system(), "action_kinds": list(protocol.ACTION_KINDS),
+    })
+
+
+def _screenshot_options(query: dict[str, str]) -> ScreenshotOptions:
+    def flag(name: str, default: bool) -> bool:
+        return query.get(name, "1" if default else "0").lower() in ("1", "true", "yes")
+
+    try:
+        return ScreenshotOptions(
+            format=query.get("format", "png").lower(),
+            quality=int(query.get("quality", 85)),
+            png_level=int(query.get("png_level", 1)),
+            max_pixels=int(query.get("max_pixels", 0)),
+            cursor=flag("cursor", True),
+            settle=flag("settle", False),
+            settle_timeout=float(query.get("settle_timeout", 3.0)),
+            settle_quiet=float(query.get("settle_quiet", 0.2)),
+            settle_interval=float(query.get("settle_interval", 0.04)),
+        )
+    except ValueError as e:
+        raise HTTPError(400, f"bad screenshot option: {e}") from e
+
+
+def screenshot(ctx: GuestContext, request: Request) -> Response:
+    """``/screenshot``: PNG with the pointer drawn in; query options pick format, size, settle."""
+    shot = ctx.capture.screenshot(_screenshot_options(request.query))
+    headers = {
+        "X-Image-Width": str(shot.width), "X-Image-Height": str(shot.height),
+        "X-Screen-Width": str(shot.screen_width), "X-Screen-Height": str(shot.screen_height),
+        "X-Settle-Seconds": f"{shot.settle_seconds:.4f}", "X-Frames": str(shot.frames),
+    }
+    if shot.settled is not None:
+        headers["X-Settled"] = "true" if shot.settled else "false"
+    if shot.content_type == "application/octet-stream":
+        headers["X-Pixel-Format"] = "RGB"
+    return Response(shot.data, content_type=shot.content_type, headers=headers)
+
+
+def actions(ctx: GuestContext, request: Request) -> Response:
+    """``/actions`` (extension): run typed input actions in-process through XTEST."""
+    try:
+        batch = protocol.validate_actions(request.json().get("actions"))
+    except protocol.WireActionError as e:
+        raise HTTPError(400, str(e)) from e
+    start = time.perf_counter()
+    with ctx.input_lock:
+        for index, action in enumerate(batch):
+            try:
+                _perform(ctx, action)
+            except Exception as e:  # noqa: BLE001 - reported with how far the batch got
+                raise HTTPError(500, f"actions[{index}] failed: {e}", executed=index) from e
+        ctx.x11.sync()
+    return Response.json({
+        "status": "success", "executed": len(batch), "seconds": time.perf_counter() - start,
+    })
+
+
+def _perform(ctx: GuestContext, action: dict[str, Any]) -> None:
+    x11, kind = ctx.x11, action["kind"]
+    if action.get("x") is not None:
+        x11.move(action["x"], action["y"])
+    if kind == "click":
+        x11.click(action["button"], action["clicks"])
+    elif kind == "double_click":
+        x11.click(action["button"], 2)
+    elif kind == "right_click":
+        x11.click("right")
+    elif kind == "drag":
+        x11.drag(x11.cursor_position(), (action["to_x"], action["to_y"]), action["button"])
+    elif kind == "scroll":
+        x11.scroll(action["dx"], action["dy"])
+    elif kind == "type":
+        x11.type_text(action["text"])
+    elif kind == "hotkey":
+        keysyms = [keysym_for_key(k) for k in action["keys"]]
+        for keysym in keysyms:
+            x11.key(keysym, True)
+        for keysym in reversed(keysyms):
+            x11.key(keysym, False)
+    elif kind == "press":
+        keysym = keysym_for_key(action["key"])
+        for _ in range(action["presses"]):
+            x11.key(keysym, True)
+            x11.key(keysym, False)
+    elif kind in ("key_down", "key_up"):
+        x11.key(keysym_for_key(action["key"]), kind == "key_down")
+    elif kind in ("mouse_down", "mouse_up"):
+        x11.button(action["button"], kind == "mouse_down")
+    # "move" is done by the pointer move above.
+
+
+def screen_size(ctx: GuestContext, request: Request) -> Response:
+    """``/screen_size``: ``{width, height}``."""
+    width, height = ctx.x11.screen_size()
+    return Response.json({"width": width, "height": height})
+
+
+def cursor_position(ctx: GuestContext, request: Request) -> Response:
+    """``/cursor_position``: ``[x, y]``."""
+    return Response.json(list(ctx.x11.cursor_position()))
+
+
+def platform_name(ctx: GuestContext, request: Request) -> Response:
+    """``/platform``: ``Linux`` as plain text."""
+    return Response.text(platform.system())
+
+
+def window_size(ctx: GuestContext, request: Request) -> Response:
+    """``/window_size``: size of the first window whose WM_CLASS matches ``app_class_name``."""
+    name = request.param("app_class_name")
+    if not name:
+        raise HTTPError(400, "app_class_name is required")
+    wanted = str(name).lower()
+    for info in ctx.x11.windows():
+        if any(wanted == c.lower() for c in info.wm_class):
+            return Response.json({"width": info.width, "height": info.height})
+    raise HTTPError(404, f"no window of class {name!r}")
+
+
+def _window_request(request: Request) -> tuple[str, bool, bool]:
+    body = request.json()
+    name = body.get("window_name")
+    if not isinstance(name, str) or not name:
+        raise HTTPError(400, "window_name is required")
+    return name, bool(body.get("strict", False)), bool(body.get("by_class", False))
+
+
+def activate_window(ctx: GuestContext, request: Request) -> Response:
+    """``/setup/activate_window``: raise and focus a window by title or class."""
+    name, strict, by_class = _window_request(request)
+    found = ctx.x11.find_windows(name, strict=strict, by_class=by_class)
+    if not found:
+        raise HTTPError(404, f"Window {name!r} not found")
+    ctx.x11.activate(found[0].window_id)
+    return Response.text("Window activated successfully")
+
+
+def close_window(ctx: GuestContext, request: Request) -> Response:
+    """``/setup/close_window``: ask the matching windows to close."""
+    name, strict, by_class = _window_request(request)
+    found = ctx.x11.find_windows(name, strict=strict, by_class=by_class)
+    if not found:
+        raise HTTPError(404, f"Window {name!r} not found")
+    for info in found:
+        ctx.x11.close_window(info.window_id)
+    return Response.text("Window closed successfully")
+
+
+def open_file(ctx: GuestContext, request: Request) -> Response:
+    """``/setup/open_file``: open a file (or start a program) and wait for its window.
+
+    Unlike OSWorld's 30-minute wait, the wait is bounded: ``timeout`` in the body (seconds),
+    else the server's default.
+    """
+    body = request.json()
+    path = expand_path(body.get("path"))
+    timeout = min(float(body.get("timeout", ctx.config.open_file_timeout)), MAX_OPEN_FILE_TIMEOUT)
+    if path.exists():
+        opener = shutil.which("xdg-open")
+        if opener is None:
+            raise HTTPError(500, "xdg-open is not installed in this desktop")
+        ctx.spawn_detached([opener, str(path)], shell=False)
+        names = {path.name.lower(), path.stem.lower()}
+    elif shutil.which(str(path)):
+        ctx.spawn_detached([str(path)], shell=False)
+        names = {path.name.lower()}
+    else:
+        raise HTTPError(404, f"File not found: {path}")
+
+    def has_title(info: WindowInfo) -> bool:
+        return any(n in info.title.lower() for n in names)
+
+    found = ctx.x11.wait_for_window(has_title, timeout)
+    if found is None:
+        raise HTTPError(500, f"no window for {path.name!r} appeared within {timeout:g} seconds")
+    ctx.x11.activate(found.window_id)
+    return Response.text("File opened and window activated successfully")
+
+
+def _wallpaper_record(ctx: GuestContext) -> Path:
+    return ctx.state_dir / "wallpaper"
+
+
+def wallpaper(ctx: GuestContext, request: Request) -> Response:
+    """``/wallpaper``: the bytes of the current wallpaper image."""
+    record = _wallpaper_record(ctx)
+    path = Path(record.read_text().strip()) if record.exists() else _gsettings_wallpaper()
+    if path is None or not path.is_file():
+        raise HTTPError(404, "no wallpaper is set")
+    return Response(b"", content_type="image/png", file_path=str(path))
+
+
+def _gsettings_wallpaper() -> Path | None:
+    gsettings = shutil.which("gsettings")
+    if gsettings is None:
+        return None
+    done = subprocess.run([gsettings, "get", "org.gnome.desktop.background", "picture-uri"],
+                          capture_output=True, text=True, timeout=10)
+    uri = done.stdout.strip().strip("'")
+    return Path(uri.removeprefix("file://")) if done.returncode == 0 and uri else None
+
+
+def change_wallpaper(ctx: GuestContext, request: Request) -> Response:
+    """``/setup/change_wallpaper``: draw an image on the root window and remember it."""
+    path = expand_path(request.json().get("path"))
+    if not path.is_file():
+        raise HTTPError(404, f"File not found: {path}")
+    feh = shutil.which("feh")
+    if feh is None:
+        raise HTTPError(500, "cannot set a wallpaper: feh is not installed in this desktop")
+    done = subprocess.run([feh, "--no-fehbg", "--bg-fill", str(path)], capture_output=True,
+                          text=True, timeout=30, env=ctx.child_env())
+    if done.returncode != 0:
+        raise HTTPError(500, f"feh failed: {done.stderr.strip()}")
+    _wallpaper_record(ctx).write_text(str(path.resolve()))
+    return Response.text("Wallpaper changed successfully")
+
+
+ROUTES = (
+    ("GET", "/health", health),
+    ("GET", "/screenshot", screenshot),
+    ("POST", "/actions", actions),
+    ("POST", "/screen_size", screen_size),
+    ("GET", "/cursor_position", cursor_position),
+    ("GET", "/platform", platform_name),
+    ("POST", "/window_size", window_size),
+    ("POST", "/setup/activate_window", activate_window),
+    ("POST", "/setup/close_window", close_window),
+    ("POST", "/setup/open_file", open_file),
+    ("POST", "/wallpaper", wallpaper),
+    ("POST", "/setup/change_wallpaper", change_wallpaper),
+)
+

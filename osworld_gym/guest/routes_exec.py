@@ -1,0 +1,197 @@
+"""Guest routes that run programs: /execute, /setup/launch, /run_python, /run_bash_script, ...
+
+Request and response shapes follow OSWorld's server (``specs/osworld.md`` §1.2) so host code
+written for it works unchanged; where OSWorld has a bug (``/run_bash_script`` answering 500
+after running the script) we answer what it intended.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from osworld_gym.guest.context import GuestContext
+from osworld_gym.guest.http import HTTPError, Request, Response
+
+RUN_PYTHON_TIMEOUT = 30.0
+RUN_BASH_DEFAULT_TIMEOUT = 100.0
+MAX_SCRIPT_TIMEOUT = 3600.0
+
+
+def _command_argv(command: Any, shell: bool) -> list[str] | str:
+    """Normalise OSWorld's ``command`` (list or string) the way its server does."""
+    if isinstance(command, str):
+        if shell:
+            return command
+        try:
+            command = shlex.split(command)
+        except ValueError as e:
+            raise HTTPError(400, f"command is not valid shell syntax: {e}") from e
+    if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
+        raise HTTPError(400, "command must be a non-empty string or list of strings")
+    argv = [os.path.expanduser(c) if c.startswith("~/") else c for c in command]
+    return " ".join(argv) if shell else argv
+
+
+def _run(ctx: GuestContext, argv: list[str] | str, shell: bool, timeout: float) -> dict[str, Any]:
+    completed = subprocess.run(
+        argv, shell=shell, capture_output=True, text=True, timeout=timeout,
+        env=ctx.child_env(), cwd=ctx.home, stdin=subprocess.DEVNULL, errors="replace",
+    )
+    return {
+        "status": "success", "output": completed.stdout, "error": completed.stderr,
+        "returncode": completed.returncode,
+    }
+
+
+def execute(ctx: GuestContext, request: Request) -> Response:
+    """``/execute`` and ``/setup/execute``: run a command, answer its output and exit status."""
+    body = request.json()
+    shell = bool(body.get("shell", False))
+    argv = _command_argv(body.get("command"), shell)
+    try:
+        return Response.json(_run(ctx, argv, shell, ctx.config.execute_timeout))
+    except subprocess.TimeoutExpired as e:
+        message = f"Command timed out after {ctx.config.execute_timeout:g} seconds"
+        raise HTTPError(500, message) from e
+    except OSError as e:
+        raise HTTPError(500, f"could not run command: {e}") from e
+
+
+def execute_with_verification(ctx: GuestContext, request: Request) -> Response:
+    """Run a command, then poll until a window exists or a check command succeeds."""
+    body = request.json()
+    result = execute(ctx, request)
+    verification = body.get("verification")
+    if not verification:
+        return result
+    if not isinstance(verification, dict):
+        raise HTTPError(400, "verification must be an object")
+    max_wait = min(float(body.get("max_wait_time", 10)), 300.0)
+    interval = min(max(float(body.get("check_interval", 1)), 0.05), 10.0)
+    start = time.monotonic()
+    while True:
+        if _verified(ctx, verification):
+            payload = dict(_json_of(result), verification="passed")
+            payload["wait_time"] = time.monotonic() - start
+            return Response.json(payload)
+        if time.monotonic() - start >= max_wait:
+            payload = dict(_json_of(result), status="verification_failed", verification="failed")
+            payload["wait_time"] = time.monotonic() - start
+            return Response.json(payload, status=500)
+        time.sleep(interval)
+
+
+def _json_of(response: Response) -> dict[str, Any]:
+    return json.loads(response.body)
+
+
+def _verified(ctx: GuestContext, verification: dict[str, Any]) -> bool:
+    title = verification.get("window_exists")
+    if title and not ctx.x11.find_windows(str(title)):
+        return False
+    check = verification.get("command_success")
+    if check:
+        try:
+            done = subprocess.run(str(check), shell=True, capture_output=True, timeout=5,
+                                  env=ctx.child_env(), cwd=ctx.home)
+        except subprocess.TimeoutExpired:
+            return False
+        return done.returncode == 0
+    return True
+
+
+def launch(ctx: GuestContext, request: Request) -> Response:
+    """``/setup/launch``: start a program and return at once (OSWorld answers plain text)."""
+    body = request.json()
+    shell = bool(body.get("shell", False))
+    argv = _command_argv(body.get("command"), shell)
+    try:
+        ctx.spawn_detached(argv, shell=shell)
+    except OSError as e:
+        raise HTTPError(500, f"could not launch {argv!r}: {e}") from e
+    shown = argv if isinstance(argv, str) else " ".join(argv)
+    return Response.text(f"{shown} launched successfully")
+
+
+def run_python(ctx: GuestContext, request: Request) -> Response:
+    """``/run_python``: run a Python program (30 s limit) and answer OSWorld's result shape."""
+    code = request.json().get("code")
+    if not isinstance(code, str) or not code:
+        raise HTTPError(400, "code is required")
+    with tempfile.NamedTemporaryFile("w", suffix=".py", dir=ctx.state_dir, delete=False) as f:
+        f.write(code)
+    try:
+        done = subprocess.run(
+            [sys.executable, f.name], capture_output=True, text=True, errors="replace",
+            timeout=RUN_PYTHON_TIMEOUT, env=ctx.child_env(), cwd=ctx.home,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired as e:
+        message = f"Execution timed out after {RUN_PYTHON_TIMEOUT:g} seconds"
+        raise HTTPError(500, message, need_more=False, output="", return_code=-1) from e
+    finally:
+        os.unlink(f.name)
+    return Response.json({
+        "status": "success" if done.returncode == 0 else "error",
+        "message": done.stdout + done.stderr, "need_more": False,
+        "output": done.stdout, "error": done.stderr, "return_code": done.returncode,
+    })
+
+
+def run_bash_script(ctx: GuestContext, request: Request) -> Response:
+    """``/run_bash_script``: run a bash script once and answer its merged output."""
+    body = request.json()
+    script = body.get("script")
+    if not isinstance(script, str) or not script:
+        raise HTTPError(400, "script is required", output="", returncode=-1)
+    timeout = _bounded_timeout(body.get("timeout", RUN_BASH_DEFAULT_TIMEOUT))
+    workdir = os.path.expanduser(str(body.get("working_dir") or ctx.home))
+    if not os.path.isdir(workdir):
+        raise HTTPError(400, f"working_dir does not exist: {workdir}", output="", returncode=-1)
+    if not script.startswith("#!"):
+        script = "#!/bin/bash\n" + script
+    with tempfile.NamedTemporaryFile("w", suffix=".sh", dir=ctx.state_dir, delete=False) as f:
+        f.write(script)
+    try:
+        done = subprocess.run(
+            ["/bin/bash", f.name], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            errors="replace", timeout=timeout, env=ctx.child_env(), cwd=workdir,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired as e:
+        raise HTTPError(500, f"Script timed out after {timeout:g} seconds",
+                        output="", returncode=-1) from e
+    finally:
+        os.unlink(f.name)
+    return Response.json({
+        "status": "success" if done.returncode == 0 else "error",
+        "output": done.stdout, "error": "", "returncode": done.returncode,
+    })
+
+
+def _bounded_timeout(value: Any) -> float:
+    try:
+        timeout = float(value)
+    except (TypeError, ValueError) as e:
+        raise HTTPError(400, f"timeout must be a number, got {value!r}") from e
+    if not 0 < timeout <= MAX_SCRIPT_TIMEOUT:
+        raise HTTPError(400, f"timeout must be in (0, {MAX_SCRIPT_TIMEOUT:g}]")
+    return timeout
+
+
+ROUTES = (
+    ("POST", "/execute", execute),
+    ("POST", "/setup/execute", execute),
+    ("POST", "/execute_with_verification", execute_with_verification),
+    ("POST", "/setup/execute_with_verification", execute_with_verification),
+    ("POST", "/setup/launch", launch),
+    ("POST", "/run_python", run_python),
+    ("POST", "/run_bash_script", run_bash_script),
+)

@@ -1,0 +1,270 @@
+"""The guest server: OSWorld's HTTP protocol (plus extensions) for one X display.
+
+Run it inside any Linux desktop::
+
+    python -m osworld_gym.guest --display :0 --port 5000
+
+It binds to loopback unless told otherwise, requires ``Authorization: Bearer <token>`` on every
+request when a token is set (compared in constant time), caps request bodies, and answers JSON
+4xx errors to malformed requests; no request can stop it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import json
+import logging
+import os
+import shutil
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from email.message import Message
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+from osworld_gym.guest import routes_desktop, routes_exec, routes_files, routes_media
+from osworld_gym.guest.context import GuestConfig, GuestContext
+from osworld_gym.guest.http import HTTPError, Request, Response
+
+logger = logging.getLogger(__name__)
+
+Route = Callable[[GuestContext, Request], Response]
+_UPLOAD_PATHS = frozenset({"/setup/upload"})
+_CHUNK = 1 << 20
+
+
+def build_routes() -> dict[str, dict[str, Route]]:
+    """Map path -> method -> handler for every route the guest serves."""
+    table: dict[str, dict[str, Route]] = {}
+    for module in (routes_desktop, routes_exec, routes_files, routes_media):
+        for method, path, handler in module.ROUTES:
+            table.setdefault(path, {})[method] = handler
+    return table
+
+
+class GuestHTTPServer(ThreadingHTTPServer):
+    """A threaded HTTP server carrying the guest's context and route table."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, ctx: GuestContext) -> None:
+        self.ctx = ctx
+        self.routes = build_routes()
+        super().__init__((ctx.config.host, ctx.config.port), GuestRequestHandler)
+
+
+class GuestRequestHandler(BaseHTTPRequestHandler):
+    """Parses a request, checks the token and size limits, dispatches, and never raises."""
+
+    server: GuestHTTPServer
+    protocol_version = "HTTP/1.1"  # keep-alive: the client reuses one connection per desktop
+    server_version = "osworld-gym-guest"
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        """Serve a GET request."""
+        self._handle()
+
+    def do_POST(self) -> None:  # noqa: N802
+        """Serve a POST request."""
+        self._handle()
+
+    def do_PUT(self) -> None:  # noqa: N802
+        """Answer 405 in JSON rather than http.server's HTML 501."""
+        self._handle()
+
+    do_DELETE = do_PATCH = do_PUT  # noqa: N815
+
+    def _handle(self) -> None:
+        try:
+            response = self._dispatch()
+        except HTTPError as e:
+            response = Response.json(e.payload, status=e.status)
+        except Exception as e:  # noqa: BLE001 - one bad request must not stop the server
+            logger.exception("unhandled error serving %s %s", self.command, self.path)
+            payload = {"status": "error", "message": f"internal error: {e}", "error": str(e)}
+            response = Response.json(payload, status=500)
+        self._send(response)
+
+    def _dispatch(self) -> Response:
+        url = urlsplit(self.path)
+        self._check_token()
+        methods = self.server.routes.get(url.path)
+        if methods is None:
+            self._discard_body()
+            raise HTTPError(404, f"no such endpoint: {url.path}")
+        handler = methods.get(self.command)
+        if handler is None:
+            self._discard_body()
+            raise HTTPError(405, f"{self.command} not allowed on {url.path}; use {sorted(methods)}")
+        body = self._read_body(url.path)
+        query = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        request = Request(self.command, url.path, query, self._headers_message(), body)
+        return handler(self.server.ctx, request)
+
+    def _check_token(self) -> None:
+        expected = self.server.ctx.config.token
+        if not expected:
+            return
+        given = self.headers.get("Authorization", "")
+        token = given[len("Bearer "):] if given.startswith("Bearer ") else ""
+        if not hmac.compare_digest(token.encode(), expected.encode()):
+            self._discard_body()
+            raise HTTPError(401, "missing or wrong token (send 'Authorization: Bearer <token>')")
+
+    def _content_length(self) -> int:
+        raw = self.headers.get("Content-Length")
+        if raw is None:
+            if self.headers.get("Transfer-Encoding"):
+                self.close_connection = True
+                raise HTTPError(411, "chunked bodies are not supported; send Content-Length")
+            return 0
+        try:
+            length = int(raw)
+        except ValueError as e:
+            self.close_connection = True
+            raise HTTPError(400, f"bad Content-Length: {raw!r}") from e
+        if length < 0:
+            self.close_connection = True
+            raise HTTPError(400, f"bad Content-Length: {raw!r}")
+        return length
+
+    def _read_body(self, path: str) -> bytes:
+        length = self._content_length()
+        config = self.server.ctx.config
+        limit = config.max_upload_bytes if path in _UPLOAD_PATHS else config.max_body_bytes
+        if length > limit:
+            self.close_connection = True  # the unread body makes the connection unusable
+            raise HTTPError(413, f"request body of {length} bytes exceeds the limit of {limit}")
+        body = self.rfile.read(length)
+        if len(body) != length:
+            self.close_connection = True
+            raise HTTPError(400, "request body shorter than its Content-Length")
+        return body
+
+    def _discard_body(self) -> None:
+        try:
+            length = self._content_length()
+        except HTTPError:
+            return
+        if length > self.server.ctx.config.max_body_bytes:
+            self.close_connection = True
+            return
+        self.rfile.read(length)
+
+    def _headers_message(self) -> Message:
+        message = Message()
+        for name, value in self.headers.items():
+            message[name] = value
+        return message
+
+    def _send(self, response: Response) -> None:
+        try:
+            size = os.path.getsize(response.file_path) if response.file_path else len(response.body)
+            self.send_response(response.status)
+            self.send_header("Content-Type", response.content_type)
+            self.send_header("Content-Length", str(size))
+            for name, value in response.headers.items():
+                self.send_header(name, value)
+            if self.close_connection:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            if self.command == "HEAD":
+                return
+            if response.file_path:
+                with open(response.file_path, "rb") as f:
+                    shutil.copyfileobj(f, self.wfile, _CHUNK)
+            else:
+                self.wfile.write(response.body)
+        except (BrokenPipeError, ConnectionResetError):
+            logger.debug("client went away before the response to %s was sent", self.path)
+        except OSError as e:
+            logger.warning("could not send response to %s: %s", self.path, e)
+            self.close_connection = True
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """Answer protocol-level errors (bad request line, headers) in JSON too."""
+        payload = {"status": "error", "message": message or explain or "bad request"}
+        body = json.dumps(payload).encode()
+        try:
+            self.send_response(code, message)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            if self.command != "HEAD" and code >= 200 and code not in (204, 304):
+                self.wfile.write(body)
+        except OSError:
+            pass
+        self.close_connection = True
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        """Route http.server's access log to logging (debug level)."""
+        logger.debug("%s - " + format, self.address_string(), *args)
+
+
+def serve(config: GuestConfig, ready: threading.Event | None = None) -> GuestHTTPServer:
+    """Create the server for ``config`` and write its port file; the caller runs it."""
+    ctx = GuestContext(config)
+    server = GuestHTTPServer(ctx)
+    port = server.server_address[1]
+    if config.port_file:
+        tmp = f"{config.port_file}.tmp"
+        with open(tmp, "w") as f:
+            f.write(str(port))
+        os.replace(tmp, config.port_file)  # atomic: a reader never sees a half-written port
+    logger.info("guest server for display %s listening on %s:%s", config.display, config.host, port)
+    if ready is not None:
+        ready.set()
+    return server
+
+
+def parse_args(argv: list[str] | None = None) -> GuestConfig:
+    """Parse the command line into a :class:`GuestConfig`."""
+    parser = argparse.ArgumentParser(prog="osworld-gym-guest", description=__doc__.split("\n")[0])
+    parser.add_argument("--display", default=os.environ.get("DISPLAY"), help="X display, e.g. :0")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
+    parser.add_argument("--port", type=int, default=5000, help="TCP port; 0 picks a free one")
+    parser.add_argument("--port-file", help="write the bound port to this file once listening")
+    parser.add_argument("--token-file", help="file holding the shared token")
+    parser.add_argument("--max-upload-mb", type=int, default=512, help="largest upload accepted")
+    parser.add_argument("--state-dir", help="folder for recordings and temporary scripts")
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    if not args.display:
+        parser.error("no display: pass --display or set DISPLAY")
+    token = os.environ.get("OSWORLD_GYM_GUEST_TOKEN")
+    if args.token_file:
+        with open(args.token_file) as f:
+            token = f.read().strip()
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    return GuestConfig(
+        display=args.display, host=args.host, port=args.port, token=token or None,
+        port_file=args.port_file, max_upload_bytes=args.max_upload_mb * 1024 * 1024,
+        state_dir=args.state_dir,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: serve until SIGTERM or SIGINT."""
+    config = parse_args(argv)
+    server = serve(config)
+
+    def stop(signum: int, frame: object) -> None:
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        server.server_close()
+        server.ctx.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

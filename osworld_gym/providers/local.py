@@ -1,0 +1,398 @@
+"""The ``local`` provider: a desktop made of processes on this host, no VM.
+
+Each desktop is an Xvfb display (a free number chosen by Xvfb itself through ``-displayfd``), a
+private D-Bus session bus with the AT-SPI launcher (so apps export accessibility trees), a
+window manager and a guest server on a free port, all with their own HOME. Every process
+carries the desktop's marker in its environment, so ``close()``, garbage collection, interpreter
+exit, and a watchdog that notices the launching process die (even by SIGKILL) can find and stop
+all of them, including apps that daemonised.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from osworld_gym.errors import DesktopDiedError, GuestError, ProviderError
+from osworld_gym.guest.client import ClientConfig
+from osworld_gym.providers import processes
+from osworld_gym.providers.base import Desktop, Provider, ProviderConfig
+
+logger = logging.getLogger(__name__)
+
+HOME_FOLDERS = ("Desktop", "Documents", "Downloads", "Music", "Pictures", "Videos")
+_LOG_TAIL_LINES = 15
+_AT_SPI_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
+
+
+@dataclass(frozen=True)
+class LocalProviderConfig(ProviderConfig):
+    """Settings of the ``local`` provider.
+
+    Attributes:
+        window_manager: Command line of the window manager.
+        accessibility: Start a session bus and the AT-SPI launcher so ``/accessibility`` works.
+        home_template: Folder copied into each fresh HOME (default: the usual XDG folders).
+        work_dir: Parent folder of the desktops' private folders (default: the temp folder).
+        use_token: Protect each guest with a random token.
+        python: Interpreter that runs the guest server (default: this one).
+        extra_env: Extra environment variables for every process of the desktop.
+    """
+
+    window_manager: tuple[str, ...] = ("openbox", "--sm-disable")
+    accessibility: bool = True
+    home_template: str | None = None
+    work_dir: str | None = None
+    use_token: bool = True
+    python: str | None = None
+    extra_env: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+
+class LocalProvider(Provider):
+    """Launches :class:`LocalDesktop` instances."""
+
+    name = "local"
+
+    def __init__(self, config: LocalProviderConfig | None = None) -> None:
+        super().__init__(config or LocalProviderConfig())
+        self.config: LocalProviderConfig
+
+    def _launch_impl(self) -> LocalDesktop:
+        return LocalDesktop(self.config)
+
+
+def _teardown(marker: str, procs: dict[str, subprocess.Popen[bytes]], root: Path,
+              reaper: subprocess.Popen[bytes] | None) -> None:
+    """Stop every process of a desktop and delete its folder (also run by the GC finalizer)."""
+    processes.kill_marked(marker, timeout=3.0)
+    for proc in procs.values():
+        _reap(proc)
+    if reaper is not None:
+        if reaper.stdin is not None:
+            reaper.stdin.close()
+        _reap(reaper, timeout=5.0)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _reap(proc: subprocess.Popen[bytes], timeout: float = 1.0) -> None:
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class LocalDesktop(Desktop):
+    """One desktop on this host. Starts in the constructor; use :class:`LocalProvider`."""
+
+    CORE = ("xvfb", "dbus", "wm", "guest")
+
+    def __init__(self, config: LocalProviderConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.marker = uuid.uuid4().hex
+        self.root = Path(tempfile.mkdtemp(prefix="osworld-gym-", dir=config.work_dir))
+        self.home = self.root / "home"
+        self.state_dir = self.root / "state"
+        self.log_dir = self.root / "logs"
+        for folder in (self.state_dir, self.log_dir, self.root / "runtime"):
+            folder.mkdir(mode=0o700)
+        self.display = ""
+        self._dbus_address = ""
+        self._port = 0
+        self._token = secrets.token_urlsafe(24) if config.use_token else None
+        self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._reaper = self._start_reaper()
+        self._finalizer = weakref.finalize(
+            self, _teardown, self.marker, self._procs, self.root, self._reaper
+        )
+        try:
+            self._restore_home()
+            self._start_xvfb()
+            self._start_session()
+        except BaseException:
+            self.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"LocalDesktop(display={self.display!r}, endpoint={self.endpoint!r})"
+
+    # --- Desktop interface ---------------------------------------------------------------
+
+    @property
+    def endpoint(self) -> str:
+        """Base URL of this desktop's guest server."""
+        return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def token(self) -> str | None:
+        """The guest's token."""
+        return self._token
+
+    @property
+    def client_config(self) -> ClientConfig:
+        """Client settings from the provider config."""
+        return self.config.client
+
+    def pids(self) -> list[int]:
+        """PIDs of every live process of this desktop (apps included)."""
+        return processes.find_marked(self.marker)
+
+    def component_pid(self, component: str) -> int:
+        """PID of a core component: ``"xvfb"``, ``"dbus"``, ``"wm"`` or ``"guest"``."""
+        return self._procs[component].pid
+
+    def _check_impl(self) -> None:
+        for name in self.CORE:
+            proc = self._procs.get(name)
+            if proc is not None and proc.poll() is not None:
+                raise DesktopDiedError(name, proc.returncode, self._log_tail(name))
+
+    def _reset_impl(self) -> None:
+        xvfb, guest = self._procs.get("xvfb"), self._procs.get("guest")
+        if xvfb is None or xvfb.poll() is not None:
+            self._restart_everything()
+            return
+        keep = [xvfb.pid]
+        if guest is not None and guest.poll() is None and self._guest_healthy():
+            keep.append(guest.pid)
+        # SIGKILL after a zero grace: apps need no chance to save, HOME is restored next.
+        processes.terminate(processes.find_marked(self.marker, exclude=keep), timeout=0)
+        for name in [n for n, p in self._procs.items() if p.pid not in keep]:
+            _reap(self._procs.pop(name))
+        self._restore_home()
+        (self.state_dir / "wallpaper").unlink(missing_ok=True)
+        self._reset_x_state()
+        self._start_session(restart_guest="guest" not in self._procs)
+
+    def _restart_everything(self) -> None:
+        processes.kill_marked(self.marker, timeout=3.0)
+        for name in list(self._procs):
+            _reap(self._procs.pop(name))
+        self._restore_home()
+        self._start_xvfb()
+        self._start_session(restart_guest=True)
+
+    def _guest_healthy(self) -> bool:
+        try:
+            self.client.info(refresh=True)
+        except GuestError:
+            return False
+        return True
+
+    def _reset_x_state(self) -> None:
+        """Release held keys and buttons, centre the pointer, clear the root background."""
+        from Xlib import display
+
+        from osworld_gym.guest.x11 import X11Session
+
+        session = X11Session(self.display)
+        try:
+            session.release_all()
+            width, height = session.screen_size()
+            session.move(width // 2, height // 2)
+            session.sync()
+        finally:
+            session.close()
+        conn = display.Display(self.display)
+        try:
+            root = conn.screen().root
+            root.change_attributes(background_pixel=conn.screen().black_pixel)
+            root.clear_area()
+            conn.sync()
+        finally:
+            conn.close()
+
+    def _close_impl(self) -> None:
+        self._finalizer()
+
+    def logs(self) -> str:
+        """The last lines of each component's log."""
+        return "\n".join(f"--- {name} ---\n{self._log_tail(name)}" for name in self._procs)
+
+    # --- start-up ------------------------------------------------------------------------
+
+    def _env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("DBUS_", "XDG_SESSION"))}
+        env.update(
+            HOME=str(self.home), XDG_RUNTIME_DIR=str(self.root / "runtime"),
+            LANG=env.get("LANG") or "C.UTF-8", SAL_USE_VCLPLUGIN="gtk3",
+            GTK_MODULES="gail:atk-bridge", QT_ACCESSIBILITY="1",
+        )
+        env.pop("NO_AT_BRIDGE", None)  # it would hide every app from the accessibility tree
+        if self.display:
+            env["DISPLAY"] = self.display
+        if self._dbus_address:
+            env["DBUS_SESSION_BUS_ADDRESS"] = self._dbus_address
+        env.update(dict(self.config.extra_env))
+        env[processes.MARKER_VARIABLE] = self.marker
+        return env
+
+    def _spawn(self, name: str, argv: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
+        log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
+        try:
+            proc = subprocess.Popen(
+                argv, env=self._env(), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                start_new_session=True, cwd=self.home, **kwargs,  # type: ignore[call-overload]
+            )
+        except FileNotFoundError as e:
+            raise ProviderError(
+                f"{argv[0]} is not installed; run scripts/install_system_deps.sh"
+            ) from e
+        finally:
+            log.close()
+        self._procs[name] = proc
+        return proc
+
+    def _start_reaper(self) -> subprocess.Popen[bytes]:
+        env = {k: v for k, v in os.environ.items() if k != processes.MARKER_VARIABLE}
+        return subprocess.Popen(
+            [sys.executable, "-m", "osworld_gym.providers.reaper", self.marker],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, start_new_session=True,
+        )
+
+    def _restore_home(self) -> None:
+        shutil.rmtree(self.home, ignore_errors=True)
+        if self.config.home_template:
+            shutil.copytree(self.config.home_template, self.home, symlinks=True)
+        else:
+            self.home.mkdir()
+        for folder in HOME_FOLDERS:
+            (self.home / folder).mkdir(exist_ok=True)
+
+    def _read_fd_line(self, name: str, fd: int, deadline: float) -> str:
+        """Read the line a component writes to our pipe once it is ready (bounded)."""
+        data = b""
+        while b"\n" not in data:
+            remaining = deadline - time.monotonic()
+            proc = self._procs[name]
+            if proc.poll() is not None:
+                raise DesktopDiedError(name, proc.returncode, self._log_tail(name))
+            if remaining <= 0:
+                raise ProviderError(f"{name} not ready in time\n{self._log_tail(name)}")
+            ready, _, _ = select.select([fd], [], [], min(remaining, 0.1))
+            if ready:
+                chunk = os.read(fd, 256)
+                if not chunk and proc.poll() is not None:
+                    raise DesktopDiedError(name, proc.returncode, self._log_tail(name))
+                data += chunk
+        return data.decode().strip()
+
+    def _start_xvfb(self) -> None:
+        width, height = self.config.screen_size
+        read_fd, write_fd = os.pipe()
+        try:
+            self._spawn("xvfb", [
+                "Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{width}x{height}x24",
+                "-nolisten", "tcp", "-dpi", "96", "+extension", "XTEST",
+            ], pass_fds=(write_fd,))
+            os.close(write_fd)
+            write_fd = -1
+            number = self._read_fd_line("xvfb", read_fd, time.monotonic() + self.config.boot_timeout)
+        finally:
+            os.close(read_fd)
+            if write_fd >= 0:
+                os.close(write_fd)
+        self.display = f":{number}"
+
+    def _start_session(self, *, restart_guest: bool = True) -> None:
+        """Start everything above the X server: session bus, a11y, window manager, guest."""
+        deadline = time.monotonic() + self.config.boot_timeout
+        if self.config.accessibility and shutil.which("dbus-daemon"):
+            self._start_dbus(deadline)
+        self._spawn("wm", list(self.config.window_manager))
+        self._wait_for_window_manager(deadline)
+        if restart_guest:
+            self._start_guest(deadline)
+
+    def _start_dbus(self, deadline: float) -> None:
+        # A fixed socket path: a guest that survives a reset keeps a valid bus address.
+        socket = self.root / "runtime" / "bus"
+        socket.unlink(missing_ok=True)
+        read_fd, write_fd = os.pipe()
+        try:
+            self._spawn("dbus", [
+                "dbus-daemon", "--session", "--nofork", "--nopidfile",
+                f"--address=unix:path={socket}", f"--print-address={write_fd}",
+            ], pass_fds=(write_fd,))
+            os.close(write_fd)
+            write_fd = -1
+            self._dbus_address = self._read_fd_line("dbus", read_fd, deadline)
+        finally:
+            os.close(read_fd)
+            if write_fd >= 0:
+                os.close(write_fd)
+        if os.access(_AT_SPI_LAUNCHER, os.X_OK):
+            # Started before any app: Qt apps only export their tree if the bus already runs.
+            self._spawn("atspi", [_AT_SPI_LAUNCHER, "--launch-immediately"])
+
+    def _wait_for_window_manager(self, deadline: float) -> None:
+        from Xlib import X, display, error
+
+        conn = display.Display(self.display)
+        try:
+            atom = conn.intern_atom("_NET_SUPPORTING_WM_CHECK")
+            root = conn.screen().root
+            while True:
+                self._check_impl()
+                try:
+                    if root.get_full_property(atom, X.AnyPropertyType) is not None:
+                        return
+                except error.XError:
+                    pass
+                if time.monotonic() >= deadline:
+                    raise ProviderError(f"window manager not ready in time\n{self._log_tail('wm')}")
+                time.sleep(0.02)
+        finally:
+            conn.close()
+
+    def _start_guest(self, deadline: float) -> None:
+        """Start the guest, on its previous port when it had one (clients stay valid)."""
+        if self._port:
+            try:
+                self._spawn_guest(deadline, self._port)
+                return
+            except DesktopDiedError:  # the old port was taken meanwhile: take any
+                logger.info("guest port %d is taken; picking a new one", self._port)
+        self._spawn_guest(deadline, 0)
+
+    def _spawn_guest(self, deadline: float, port: int) -> None:
+        port_file = self.state_dir / "port"
+        port_file.unlink(missing_ok=True)
+        argv = [
+            self.config.python or sys.executable, "-m", "osworld_gym.guest",
+            "--display", self.display, "--port", str(port), "--port-file", str(port_file),
+            "--state-dir", str(self.state_dir), "--log-level", "WARNING",
+        ]
+        if self._token:
+            token_file = self.state_dir / "token"
+            token_file.write_text(self._token)
+            token_file.chmod(0o600)
+            argv += ["--token-file", str(token_file)]
+        self._spawn("guest", argv)
+        while not port_file.exists():
+            self._check_impl()
+            if time.monotonic() >= deadline:
+                raise ProviderError(f"guest server not ready in time\n{self._log_tail('guest')}")
+            time.sleep(0.02)
+        self._port = int(port_file.read_text())
+        self.client.wait_until_ready(max(deadline - time.monotonic(), 1.0))
+
+    def _log_tail(self, name: str) -> str:
+        path = self.log_dir / f"{name}.log"
+        try:
+            lines = path.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return "\n".join(lines[-_LOG_TAIL_LINES:])

@@ -1,0 +1,93 @@
+"""Finding and stopping the processes of one desktop by the marker in their environment.
+
+Every process a desktop starts (X server, window manager, guest, and every app the guest
+launches, even those that daemonise with ``setsid`` or double forks) inherits the environment
+variable ``OSWORLD_GYM_DESKTOP=<id>``. Scanning ``/proc/*/environ`` for it finds them all by
+PID; nothing is ever matched by program name.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterable
+
+MARKER_VARIABLE = "OSWORLD_GYM_DESKTOP"
+
+
+def marker_entry(marker: str) -> bytes:
+    """The exact ``environ`` entry that tags a desktop's processes."""
+    return f"{MARKER_VARIABLE}={marker}".encode()
+
+
+def find_marked(marker: str, *, exclude: Iterable[int] = ()) -> list[int]:
+    """PIDs of live processes whose environment carries this desktop's marker."""
+    wanted = marker_entry(marker)
+    skip = {os.getpid(), *exclude}
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in skip:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                entries = f.read().split(b"\0")
+        except OSError:  # gone, or not ours to read
+            continue
+        if wanted in entries and is_alive(int(name)):
+            found.append(int(name))
+    return found
+
+
+def is_alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie waiting to be reaped counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+    return state not in (b"Z", b"X")
+
+
+def terminate(pids: Iterable[int], *, timeout: float = 5.0) -> list[int]:
+    """SIGTERM the processes, wait (bounded) for them to exit, SIGKILL what remains.
+
+    Returns:
+        PIDs that were still alive after SIGKILL and a second wait (normally none).
+    """
+    pending = [pid for pid in pids if _signal(pid, signal.SIGTERM)]
+    pending = wait_gone(pending, timeout)
+    for pid in pending:
+        _signal(pid, signal.SIGKILL)
+    return wait_gone(pending, 2.0)
+
+
+def kill_marked(marker: str, *, exclude: Iterable[int] = (), timeout: float = 5.0) -> list[int]:
+    """Stop every process of a desktop; repeats while new ones appear (forks during teardown)."""
+    excluded = set(exclude)
+    survivors: list[int] = []
+    for _ in range(5):
+        pids = find_marked(marker, exclude=excluded)
+        if not pids:
+            return survivors
+        survivors = terminate(pids, timeout=timeout)
+    return find_marked(marker, exclude=excluded)
+
+
+def wait_gone(pids: list[int], timeout: float, poll: float = 0.02) -> list[int]:
+    """Wait until none of ``pids`` is alive or the deadline passes; return the living."""
+    deadline = time.monotonic() + timeout
+    alive = [pid for pid in pids if is_alive(pid)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(poll)
+        alive = [pid for pid in alive if is_alive(pid)]
+    return alive
+
+
+def _signal(pid: int, sig: int) -> bool:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
