@@ -35,6 +35,7 @@ __all__ = [
     "from_screen",
     "round_by_factor",
     "round_half_up",
+    "scale_factors",
     "smart_resize",
     "to_screen",
 ]
@@ -166,14 +167,29 @@ def clamp_point(x: float, y: float, screen_size: ScreenSize) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=256)
-def _scale(
+def scale_factors(
     screen_size: ScreenSize,
-    system: str,
-    factor: int,
-    min_pixels: int,
-    max_pixels: int,
+    system: str = "resized",
+    factor: int = IMAGE_FACTOR,
+    min_pixels: int = MIN_PIXELS,
+    max_pixels: int = MAX_PIXELS,
 ) -> tuple[float, float]:
-    """Screen pixels per model unit along x and y."""
+    """Return the screen pixels per model unit along x and y.
+
+    Args:
+        screen_size: ``(width, height)`` of the screen (a tuple: results are cached).
+        system: The model's coordinate convention.
+        factor: Smart-resize factor (``"resized"`` only).
+        min_pixels: Smart-resize lower bound (``"resized"`` only).
+        max_pixels: Smart-resize upper bound (``"resized"`` only).
+
+    Raises:
+        ValueError: unknown ``system`` or bad smart-resize settings.
+
+    Example:
+        >>> scale_factors((1920, 1080), "relative")
+        (1.92, 1.08)
+    """
     width, height = screen_size
     if system == "resized":
         resized_h, resized_w = smart_resize(height, width, factor, min_pixels, max_pixels)
@@ -220,7 +236,7 @@ def to_screen(
         >>> to_screen(1000, 1000, (1920, 1080), "relative")
         (1919, 1079)
     """
-    scale_x, scale_y = _scale(tuple(screen_size), system, factor, min_pixels, max_pixels)
+    scale_x, scale_y = scale_factors(tuple(screen_size), system, factor, min_pixels, max_pixels)
     return clamp_point(x * scale_x, y * scale_y, screen_size)
 
 
@@ -247,5 +263,5 @@ def from_screen(
         >>> from_screen(960, 540, (1920, 1080), "relative")
         (500, 500)
     """
-    scale_x, scale_y = _scale(tuple(screen_size), system, factor, min_pixels, max_pixels)
+    scale_x, scale_y = scale_factors(tuple(screen_size), system, factor, min_pixels, max_pixels)
     return round_half_up(x / scale_x), round_half_up(y / scale_y)

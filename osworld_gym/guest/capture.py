@@ -13,10 +13,15 @@ import threading
 import time
 from dataclasses import dataclass
 
+from collections.abc import Callable
+
 import mss
-from PIL import Image
+from mss.exception import ScreenShotError
+from PIL import Image, ImageDraw
 
 FORMATS = ("png", "jpeg", "raw")
+# A plain arrow (tip at 0,0), drawn when the X server will not hand out the cursor image.
+_ARROW = ((0, 0), (0, 17), (4, 13), (7, 20), (10, 19), (7, 12), (12, 12))
 
 
 @dataclass(frozen=True)
@@ -80,9 +85,13 @@ class ScreenCapture:
 
     Args:
         display_name: The X display, e.g. ``":3"``.
+        pointer: Returns the pointer position; used to draw a stand-in arrow when the X
+            server refuses the cursor image (XFixes answers BadAccess for a moment after the
+            window manager that owned the root cursor restarts).
     """
 
-    def __init__(self, display_name: str) -> None:
+    def __init__(self, display_name: str, pointer: Callable[[], tuple[int, int]] | None = None) -> None:
+        self._pointer = pointer
         self._lock = threading.Lock()
         self._grabbers = {
             cursor: mss.MSS(display=display_name, with_cursor=cursor) for cursor in (True, False)
@@ -95,9 +104,24 @@ class ScreenCapture:
         return self._monitor["width"], self._monitor["height"]
 
     def grab_raw(self, cursor: bool = True) -> bytes:
-        """Grab the screen as BGRA bytes."""
+        """Grab the screen as BGRA bytes, with the pointer drawn in when ``cursor``."""
         with self._lock:
-            return bytes(self._grabbers[cursor].grab(self._monitor).raw)
+            try:
+                return bytes(self._grabbers[cursor].grab(self._monitor).raw)
+            except ScreenShotError:
+                if not cursor or self._pointer is None:
+                    raise
+                raw = bytes(self._grabbers[False].grab(self._monitor).raw)
+        return self._draw_arrow(raw)
+
+    def _draw_arrow(self, raw: bytes) -> bytes:
+        assert self._pointer is not None
+        x, y = self._pointer()
+        image = Image.frombuffer("RGBA", self.size, raw, "raw", "RGBA", 0, 1).copy()
+        # The buffer is BGRA; white and black look the same in either byte order.
+        ImageDraw.Draw(image).polygon([(x + dx, y + dy) for dx, dy in _ARROW],
+                                      fill=(255, 255, 255, 255), outline=(0, 0, 0, 255))
+        return image.tobytes()
 
     def screenshot(self, options: ScreenshotOptions) -> Screenshot:
         """Grab (after an optional settle wait), resize and encode the screen."""

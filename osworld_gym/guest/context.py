@@ -32,6 +32,7 @@ class GuestConfig:
         state_dir: Where the server keeps recordings, the wallpaper record and temp scripts.
         execute_timeout: Seconds ``/execute`` lets a command run (OSWorld: 120).
         open_file_timeout: Default seconds ``/setup/open_file`` waits for the window.
+        official: Serve OSWorld's routes only, without this server's extensions.
     """
 
     display: str
@@ -44,6 +45,7 @@ class GuestConfig:
     state_dir: str | None = None
     execute_timeout: float = 120.0
     open_file_timeout: float = 60.0
+    official: bool = False
 
 
 class GuestContext:
@@ -56,7 +58,7 @@ class GuestContext:
         self.state_dir = Path(state)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.x11 = X11Session(config.display)
-        self.capture = ScreenCapture(config.display)
+        self.capture = ScreenCapture(config.display, pointer=self.x11.cursor_position)
         self.input_lock = threading.Lock()
         self.recorder = Recorder()
         self._children: list[subprocess.Popen[bytes]] = []

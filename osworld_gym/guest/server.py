@@ -36,11 +36,21 @@ _UPLOAD_PATHS = frozenset({"/setup/upload"})
 _CHUNK = 1 << 20
 
 
-def build_routes() -> dict[str, dict[str, Route]]:
-    """Map path -> method -> handler for every route the guest serves."""
+EXTENSION_PATHS = frozenset({"/health", "/actions"})
+
+
+def build_routes(official: bool = False) -> dict[str, dict[str, Route]]:
+    """Map path -> method -> handler for every route the guest serves.
+
+    Args:
+        official: Serve only what OSWorld's own server has (no extensions), so host code can
+            be tested against the behaviour of an official OSWorld image.
+    """
     table: dict[str, dict[str, Route]] = {}
     for module in (routes_desktop, routes_exec, routes_files, routes_media):
         for method, path, handler in module.ROUTES:
+            if official and path in EXTENSION_PATHS:
+                continue
             table.setdefault(path, {})[method] = handler
     return table
 
@@ -53,7 +63,7 @@ class GuestHTTPServer(ThreadingHTTPServer):
 
     def __init__(self, ctx: GuestContext) -> None:
         self.ctx = ctx
-        self.routes = build_routes()
+        self.routes = build_routes(official=ctx.config.official)
         super().__init__((ctx.config.host, ctx.config.port), GuestRequestHandler)
 
 
@@ -232,6 +242,8 @@ def parse_args(argv: list[str] | None = None) -> GuestConfig:
     parser.add_argument("--token-file", help="file holding the shared token")
     parser.add_argument("--max-upload-mb", type=int, default=512, help="largest upload accepted")
     parser.add_argument("--state-dir", help="folder for recordings and temporary scripts")
+    parser.add_argument("--official", action="store_true",
+                        help="behave like OSWorld's own server: no extensions (for testing)")
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     if not args.display:
@@ -244,7 +256,7 @@ def parse_args(argv: list[str] | None = None) -> GuestConfig:
     return GuestConfig(
         display=args.display, host=args.host, port=args.port, token=token or None,
         port_file=args.port_file, max_upload_bytes=args.max_upload_mb * 1024 * 1024,
-        state_dir=args.state_dir,
+        state_dir=args.state_dir, official=args.official,
     )
 
 

@@ -48,6 +48,8 @@ class LocalProviderConfig(ProviderConfig):
         use_token: Protect each guest with a random token.
         python: Interpreter that runs the guest server (default: this one).
         extra_env: Extra environment variables for every process of the desktop.
+        official_guest: Run the guest without its extensions, as an official OSWorld image
+            would answer (for testing host code against OSWorld's protocol).
     """
 
     window_manager: tuple[str, ...] = ("openbox", "--sm-disable")
@@ -57,6 +59,7 @@ class LocalProviderConfig(ProviderConfig):
     use_token: bool = True
     python: str | None = None
     extra_env: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    official_guest: bool = False
 
 
 class LocalProvider(Provider):
@@ -338,19 +341,18 @@ class LocalDesktop(Desktop):
             self._spawn("atspi", [_AT_SPI_LAUNCHER, "--launch-immediately"])
 
     def _wait_for_window_manager(self, deadline: float) -> None:
-        from Xlib import X, display, error
+        """Wait until a window manager owns the ``WM_S0`` selection (ICCCM).
+
+        Root-window properties such as ``_NET_SUPPORTING_WM_CHECK`` outlive a killed window
+        manager, so only the selection tells that the new one manages windows.
+        """
+        from Xlib import X, display
 
         conn = display.Display(self.display)
         try:
-            atom = conn.intern_atom("_NET_SUPPORTING_WM_CHECK")
-            root = conn.screen().root
-            while True:
+            selection = conn.intern_atom("WM_S0")
+            while conn.get_selection_owner(selection) == X.NONE:
                 self._check_impl()
-                try:
-                    if root.get_full_property(atom, X.AnyPropertyType) is not None:
-                        return
-                except error.XError:
-                    pass
                 if time.monotonic() >= deadline:
                     raise ProviderError(f"window manager not ready in time\n{self._log_tail('wm')}")
                 time.sleep(0.02)
@@ -375,6 +377,8 @@ class LocalDesktop(Desktop):
             "--display", self.display, "--port", str(port), "--port-file", str(port_file),
             "--state-dir", str(self.state_dir), "--log-level", "WARNING",
         ]
+        if self.config.official_guest:
+            argv.append("--official")
         if self._token:
             token_file = self.state_dir / "token"
             token_file.write_text(self._token)

@@ -1,0 +1,24 @@
+"""Shared fixtures: real `local` desktops (Xvfb + openbox + guest server) for integration tests."""
+
+from __future__ import annotations
+
+import collections.abc
+
+import pytest
+from desktop_helpers import launch_desktop
+
+from osworld_gym.providers.local import LocalDesktop
+
+
+@pytest.fixture(scope="module")
+def desktop() -> collections.abc.Iterator[LocalDesktop]:
+    """One desktop per test module (with a token, as the provider sets by default)."""
+    with launch_desktop() as d:
+        yield d
+
+
+@pytest.fixture()
+def clean_desktop(desktop: LocalDesktop) -> LocalDesktop:
+    """The module's desktop, reset before the test."""
+    desktop.reset()
+    return desktop
