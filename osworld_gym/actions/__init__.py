@@ -1,9 +1,9 @@
-"""The action layer: typed actions, model-output dialects, compilation and action spaces.
+r"""The action layer: typed actions, model-output dialects, compilation and action spaces.
 
 Start with :func:`parse_action`::
 
     >>> from osworld_gym.actions import parse_action
-    >>> result = parse_action("Thought: save it\\nAction: hotkey(key='ctrl s')")
+    >>> result = parse_action("Thought: save it\nAction: hotkey(key='ctrl s')")
     >>> result.actions, result.thought
     ([Hotkey(keys=('ctrl', 's'))], 'save it')
 
@@ -43,8 +43,8 @@ from osworld_gym.actions.types import (
     Action,
     ActionKind,
     Click,
-    DoubleClick,
     Done,
+    DoubleClick,
     Drag,
     Fail,
     Hotkey,

@@ -16,8 +16,8 @@ from osworld_gym.actions.dialects.uitars import DEFAULT_SCROLL_CLICKS
 from osworld_gym.actions.types import (
     Action,
     Click,
-    DoubleClick,
     Done,
+    DoubleClick,
     Drag,
     Fail,
     Hotkey,
@@ -45,8 +45,15 @@ def _quote(text: str) -> str:
 
 
 class _UITarsWriter:
-    def __init__(self, screen_size: coords.ScreenSize, system: coords.CoordinateSystem,
-                 factor: int, min_pixels: int, max_pixels: int, scroll_clicks: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        screen_size: coords.ScreenSize,
+        system: coords.CoordinateSystem,
+        factor: int,
+        min_pixels: int,
+        max_pixels: int,
+        scroll_clicks: int,
+    ) -> None:
         self.screen_size, self.system = screen_size, system
         self.resize = {"factor": factor, "min_pixels": min_pixels, "max_pixels": max_pixels}
         self.scroll_clicks = scroll_clicks
@@ -70,8 +77,10 @@ class _UITarsWriter:
         if isinstance(a, Drag) and a.button == "left":
             start, end = self.box(a.x, a.y), self.box(a.to_x, a.to_y)
             return f"drag(start_box={start}, end_box={end})"
-        if isinstance(a, Scroll) and self.scroll_clicks in (abs(a.dx) + abs(a.dy),) and (
-            a.dx == 0 or a.dy == 0
+        if (
+            isinstance(a, Scroll)
+            and self.scroll_clicks in (abs(a.dx) + abs(a.dy),)
+            and (a.dx == 0 or a.dy == 0)
         ):
             point = "" if a.x is None else f"start_box={self.box(a.x, a.y)}, "
             return f"scroll({point}direction='{a.direction}')"
@@ -107,7 +116,7 @@ def to_uitars(
     scroll_clicks: int = DEFAULT_SCROLL_CLICKS,
     thought: str | None = None,
 ) -> str:
-    """Render actions as one UI-TARS response (``Thought: ...`` then ``Action: ...``).
+    r"""Render actions as one UI-TARS response (``Thought: ...`` then ``Action: ...``).
 
     Arguments mirror :func:`osworld_gym.actions.dialects.uitars.parse`, so parsing the text
     with the same settings gives the actions back (points within a pixel when the model's
@@ -118,11 +127,11 @@ def to_uitars(
 
     Example:
         >>> from osworld_gym.actions.types import Click, TypeText
-        >>> print(to_uitars([Click(x=1181, y=548), TypeText(text="hi\\n")], thought="Go."))
+        >>> print(to_uitars([Click(x=1181, y=548), TypeText(text="hi\n")], thought="Go."))
         Thought: Go.
         Action: click(start_box='(1188,554)')
         <BLANKLINE>
-        type(content='hi\\n')
+        type(content='hi\n')
     """
     writer = _UITarsWriter(screen_size, coordinates, factor, min_pixels, max_pixels,
                            scroll_clicks)  # fmt: skip

@@ -104,7 +104,9 @@ def guarded_parse(
         message, position, cause = f"internal parser error: {type(e).__name__}: {e}", None, e
     if strict:
         text = result.raw if isinstance(result.raw, str) else repr(result.raw)
-        raise ActionParseError(f"{result.dialect}: {message}", position=position, text=text) from cause
+        raise ActionParseError(
+            f"{result.dialect}: {message}", position=position, text=text
+        ) from cause
     result.actions = []
     result.error = message
     result.error_position = position

@@ -234,11 +234,12 @@ class TextActionSpace(spaces.Space[str]):
         return list(sample_n)
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, TextActionSpace)
-            and (self.min_length, self.max_length, self.dialect, self.screen_size)
-            == (other.min_length, other.max_length, other.dialect, other.screen_size)
-        )
+        return isinstance(other, TextActionSpace) and (
+            self.min_length,
+            self.max_length,
+            self.dialect,
+            self.screen_size,
+        ) == (other.min_length, other.max_length, other.dialect, other.screen_size)
 
     def __hash__(self) -> int:
         return hash((type(self), self.min_length, self.max_length, self.dialect, self.screen_size))

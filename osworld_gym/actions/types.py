@@ -251,7 +251,7 @@ class Scroll(Action):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TypeText(Action):
-    """Type text; ``"\\n"`` presses Enter and ``"\\t"`` presses Tab."""
+    r"""Type text; ``"\n"`` presses Enter and ``"\t"`` presses Tab."""
 
     kind: ClassVar[str] = "type"
     text: str = _field("The text to type (non-empty).", {"type": "string", "minLength": 1})
@@ -424,7 +424,9 @@ def action_from_dict(data: Mapping[str, Any]) -> Action:
     names = {f.name for f in fields(cls)}
     unknown = sorted(str(k) for k in data if k != "kind" and k not in names)
     if unknown:
-        raise ActionError(f"{kind}: unexpected field(s) {unknown}; expected some of {sorted(names)}")
+        raise ActionError(
+            f"{kind}: unexpected field(s) {unknown}; expected some of {sorted(names)}"
+        )
     kwargs = {k: v for k, v in data.items() if k != "kind"}
     if "keys" in kwargs and isinstance(kwargs["keys"], list):
         kwargs["keys"] = tuple(kwargs["keys"])

@@ -22,7 +22,7 @@ _FENCE = re.compile(r"```(?:python|py|python3)?[ \t]*\r?\n?(.*?)```", re.S)
 
 
 def unsafe_passthrough_code(text: str) -> list[str]:
-    """Return OSWorld ``pyautogui`` action strings from model text, verbatim. UNSAFE.
+    r"""Return OSWorld ``pyautogui`` action strings from model text, verbatim. UNSAFE.
 
     The result is code to run in the desktop exactly as the model wrote it (or ``"WAIT"``,
     ``"DONE"``, ``"FAIL"``). Only fenced code counts, as in OSWorld's prompt agent; a block
@@ -35,8 +35,8 @@ def unsafe_passthrough_code(text: str) -> list[str]:
         The action strings, in order; empty when the text holds no fenced code or token.
 
     Example:
-        >>> unsafe_passthrough_code("```python\\nimport os\\nos.getcwd()\\nDONE\\n```")
-        ['import os\\nos.getcwd()', 'DONE']
+        >>> unsafe_passthrough_code("```python\nimport os\nos.getcwd()\nDONE\n```")
+        ['import os\nos.getcwd()', 'DONE']
     """
     stripped = text.strip()
     if stripped in _TOKENS:

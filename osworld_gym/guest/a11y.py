@@ -7,7 +7,8 @@ accessibility bus for good, and lets a hard timeout kill a walk stuck on a hung 
 
 Walks of one display are serialised with a lock (a LibreOffice walk keeps both cores busy for
 seconds); walks of different displays may run at the same time. Every failure surfaces as
-:class:`AccessibilityUnavailable` with a one-line reason; nothing here hangs or raises anything else.
+:class:`AccessibilityUnavailable` with a one-line reason; nothing here hangs or raises anything
+else.
 """
 
 from __future__ import annotations

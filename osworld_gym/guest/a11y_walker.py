@@ -291,6 +291,7 @@ class Walker:
         prune: Skip the subtrees of nodes that are not showing (applications excepted).
         lean: Leave out ``attr:``, ``val:`` and ``act:`` attributes.
         slow_failure_s: A failed call that took at least this long counts as a timeout.
+        clock: Monotonic clock used to time failed calls.
     """
 
     def __init__(
@@ -302,6 +303,7 @@ class Walker:
         prune: bool = False,
         lean: bool = False,
         slow_failure_s: float = 0.9,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.atspi = atspi
         self.max_depth = max_depth
@@ -309,6 +311,7 @@ class Walker:
         self.prune = prune
         self.lean = lean
         self.slow_failure_s = slow_failure_s
+        self._clock = clock
         self._slow_failures = 0
         self.nodes = 0
         st = atspi.StateType
@@ -328,11 +331,11 @@ class Walker:
 
     def _call(self, func: Callable[..., Any], *args: Any, default: Any = None) -> Any:
         """Call an AT-SPI function; on failure return ``default`` and watch for a stalled app."""
-        start = time.monotonic()
+        start = self._clock()
         try:
             return func(*args)
         except Exception:  # GLib.Error, TypeError from defunct objects, ...
-            if time.monotonic() - start >= self.slow_failure_s:
+            if self._clock() - start >= self.slow_failure_s:
                 self._slow_failures += 1
                 if self._slow_failures >= MAX_SLOW_FAILURES:
                     raise _AppStalled() from None

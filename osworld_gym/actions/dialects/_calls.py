@@ -21,9 +21,10 @@ __all__ = ["Arg", "Call", "scan_calls", "unescape"]
 CALL_START = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
 _KWARG = re.compile(r"([A-Za-z_]\w*)[ \t]*=(?!=)\s*")
 _SPACE = re.compile(r"\s*")
-_NEXT_KWARG = re.compile(r"\s*,\s*[A-Za-z_]\w*[ \t]*=")
+_NEXT_ARG = re.compile(r"\s*,\s*(?:[A-Za-z_]\w*[ \t]*=(?!=)|['\"])")
+_GAP_STOP = re.compile(r"[A-Za-z_]\w*(?:\(|[ \t]*=)|\n")
 _END_OF_CALL = re.compile(r"\s*\)[ \t]*(?:\r?\n|\Z|```|[A-Za-z_]\w*\()")
-_MAYBE_END = re.compile(r"\s*(?:[,)]|\Z)")
+_MAYBE_END = re.compile(r"\s*(?:[,)]|\Z)|\s+[A-Za-z_]\w*[ \t]*=")  # the last: a missing comma
 _BARE = re.compile(r"[^,()\[\]{}'\"]*")
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "'": "'", '"': '"', "\\": "\\"}
@@ -85,12 +86,12 @@ def _read_string(text: str, start: int) -> tuple[str, int]:
             break
         if candidate >= 0:
             gap = text[search - 1 : k]
-            if "\n" in gap or CALL_START.search(gap):
-                break  # a later quote belongs to another line or call
+            if _GAP_STOP.search(gap):
+                break  # a later quote belongs to another line, call or argument
         search = k + 1
         if _escaped(text, k):
             continue
-        if _NEXT_KWARG.match(text, k + 1) or _END_OF_CALL.match(text, k + 1):
+        if _NEXT_ARG.match(text, k + 1) or _END_OF_CALL.match(text, k + 1):
             return unescape(text[start + 1 : k]), k + 1
         if candidate < 0 and _MAYBE_END.match(text, k + 1):
             candidate = k
@@ -132,7 +133,7 @@ def _read_call(text: str, name: str, start: int, open_end: int) -> Call:
         if text[i] == ")":
             call.end = i + 1
             return call
-        key = None
+        key, arg_start = None, i
         match = _KWARG.match(text, i)
         if match:
             key, i = match.group(1), match.end()
@@ -144,7 +145,7 @@ def _read_call(text: str, name: str, start: int, open_end: int) -> Call:
             quoted = False
             if not value:
                 raise ParseFailure(f"{name}(...): missing argument value", i)
-        call.args.append(Arg(key, value, quoted, i))
+        call.args.append(Arg(key, value, quoted, arg_start))
         i = _SPACE.match(text, i).end()  # type: ignore[union-attr]
         if i < n and text[i] == ",":
             i += 1

@@ -218,7 +218,9 @@ ALLOWED_CALLS: Mapping[str, Mapping[str, CallSpec]] = MappingProxyType(
                 "hscroll": CallSpec(_SCROLL, _scroll("dx")),
                 "write": CallSpec(_WRITE, _write),
                 "typewrite": CallSpec(_WRITE, _write),
-                "press": CallSpec(("keys", "presses", "interval", "logScreenshot", "_pause"), _press),
+                "press": CallSpec(
+                    ("keys", "presses", "interval", "logScreenshot", "_pause"), _press
+                ),
                 "hotkey": CallSpec(("interval", "logScreenshot", "_pause"), _hotkey, varargs=True),
                 "keyDown": CallSpec(_KEY, _key(KeyDown)),
                 "keyUp": CallSpec(_KEY, _key(KeyUp)),

@@ -13,7 +13,6 @@ import difflib
 import logging
 import math
 from collections.abc import Callable
-from types import MappingProxyType
 from typing import Any
 
 from osworld_gym.actions.coords import ScreenSize, clamp_point
@@ -22,8 +21,8 @@ from osworld_gym.actions.result import DEFAULT_MAX_CHARS, ParseFailure, ParseRes
 from osworld_gym.actions.types import (
     Action,
     Click,
-    DoubleClick,
     Done,
+    DoubleClick,
     Drag,
     Fail,
     Hotkey,

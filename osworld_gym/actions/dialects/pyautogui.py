@@ -37,7 +37,8 @@ _SETTINGS = frozenset({"FAILSAFE", "PAUSE"})
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 _CODE_TAGS = frozenset({"", "python", "py", "python3"})
 _SNIPPET = re.compile(
-    r"(?<![\w.])(?:pyautogui\.[A-Za-z_]\w*|time\.sleep)[ \t]*\(|^[ \t]*(WAIT|DONE|FAIL)[ \t]*$", re.M
+    r"(?<![\w.])(?:pyautogui\.[A-Za-z_]\w*|time\.sleep)[ \t]*\(|^[ \t]*(WAIT|DONE|FAIL)[ \t]*$",
+    re.M,
 )
 _MAX_LITERAL_DEPTH = 3
 _MAX_SNIPPET_TRIES = 64
@@ -127,6 +128,9 @@ class _Program:
 
     def call(self, node: ast.Call) -> list[Action]:
         func = node.func
+        if isinstance(func, ast.Name):
+            raise self.fail(f"{func.id}(...) is not allowed: only pyautogui.* calls and "
+                            "time.sleep are", node)  # fmt: skip
         if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
             raise self.fail("only module.function(...) calls are allowed", node)
         module = self.modules.get(func.value.id, func.value.id)
@@ -200,8 +204,10 @@ def _snippets(text: str) -> list[tuple[str, int]]:
 
 
 def _merge(actions: list[Action]) -> list[Action]:
-    """Rejoin what one typed action compiles to (see compile.py): move+drag, move+scroll,
-    scroll+hscroll, and text split around '<'."""
+    """Rejoin what one typed action compiles to (see compile.py).
+
+    That is move+drag, move+scroll, scroll+hscroll, and text split around ``<``.
+    """
     out: list[Action] = []
     for action in actions:
         prev = out[-1] if out else None
@@ -245,7 +251,7 @@ def parse(
     strict: bool = False,
     max_chars: int = DEFAULT_MAX_CHARS,
 ) -> ParseResult:
-    """Parse pyautogui code (OSWorld's ``pyautogui`` action space) into typed actions.
+    r"""Parse pyautogui code (OSWorld's ``pyautogui`` action space) into typed actions.
 
     Args:
         text: The model output.
@@ -260,7 +266,7 @@ def parse(
         ActionParseError: in strict mode, when the text does not parse or leaves the allowlist.
 
     Example:
-        >>> parse("```python\\npyautogui.click(100, 200)\\n```").actions
+        >>> parse("```python\npyautogui.click(100, 200)\n```").actions
         [Click(x=100, y=200, button='left', clicks=1)]
     """
     result = ParseResult(raw=text, dialect="pyautogui")
@@ -283,9 +289,7 @@ def parse(
     return guarded_parse(result, run, strict=strict, max_chars=max_chars)
 
 
-def _parse_block(
-    code: str, base: int, screen: ScreenSize, strict: bool
-) -> list[Action]:
+def _parse_block(code: str, base: int, screen: ScreenSize, strict: bool) -> list[Action]:
     if not strict:
         code = textwrap.dedent(code)  # offsets in errors become approximate; fine when lenient
     try:

@@ -1,4 +1,4 @@
-"""The UI-TARS dialect: ``Thought: ...\\nAction: click(start_box='(x,y)')`` and its variants.
+r"""The UI-TARS dialect: ``Thought: ...\nAction: click(start_box='(x,y)')`` and its variants.
 
 Accepted (see ``specs/arpo.md`` §1.5-1.7 and §8):
 
@@ -35,8 +35,8 @@ from osworld_gym.actions.types import (
     MAX_SCROLL,
     Action,
     Click,
-    DoubleClick,
     Done,
+    DoubleClick,
     Drag,
     Fail,
     Hotkey,
@@ -109,7 +109,8 @@ class _Context:
             x, y = numbers
         else:
             raise ParseFailure(
-                f"{call.name}: {name} must hold 2 numbers (a point) or 4 (a box), got {arg.value!r}",
+                f"{call.name}: {name} must hold 2 numbers (a point) or 4 (a box), "
+                f"got {arg.value!r}",
                 arg.position,
             )
         return coords.clamp_point(x * self.scale[0], y * self.scale[1], self.screen_size)
@@ -342,7 +343,7 @@ def parse(
     scroll_clicks: int = DEFAULT_SCROLL_CLICKS,
     max_chars: int = DEFAULT_MAX_CHARS,
 ) -> ParseResult:
-    """Parse one UI-TARS response into typed actions.
+    r"""Parse one UI-TARS response into typed actions.
 
     Args:
         text: The model output.
@@ -365,7 +366,7 @@ def parse(
         ValueError: bad options (coordinate system, smart-resize bounds).
 
     Example:
-        >>> parse("Thought: open it\\nAction: click(start_box='(1188,554)')").actions
+        >>> parse("Thought: open it\nAction: click(start_box='(1188,554)')").actions
         [Click(x=1181, y=548, button='left', clicks=1)]
     """
     if isinstance(scroll_clicks, bool) or not isinstance(scroll_clicks, int):
