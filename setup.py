@@ -13,7 +13,11 @@ def _packages(folder: str, import_name: str) -> list[str]:
 
 
 setup(
-    package_dir={"osworld_gym": "osworld_gym", "osworld_agents": "agents", "osworld_gym_envs": "envs"},
+    package_dir={
+        "osworld_gym": "osworld_gym",
+        "osworld_agents": "agents",
+        "osworld_gym_envs": "envs",
+    },
     packages=(
         _packages("osworld_gym", "osworld_gym")
         + _packages("agents", "osworld_agents")

@@ -29,8 +29,10 @@ def _desktop(args: argparse.Namespace) -> int:
     with LocalProvider(config).launch() as desktop:
         client = desktop.client
         info = client.info()
-        sys.stdout.write(f"desktop {desktop.display} up; guest {desktop.endpoint} "
-                         f"(version {info.version}, screen {info.screen_size})\n")
+        sys.stdout.write(
+            f"desktop {desktop.display} up; guest {desktop.endpoint} "
+            f"(version {info.version}, screen {info.screen_size})\n"
+        )
         if args.demo:
             _demo(desktop)
         if args.screenshot:
@@ -62,10 +64,12 @@ def _demo(desktop: object) -> None:
             break
         time.sleep(0.1)
     client.activate_window("demo")
-    client.actions([
-        {"kind": "click", "x": 300, "y": 200},
-        {"kind": "type", "text": "echo 'hello from osworld-gym' > ~/Desktop/hello.txt\n"},
-    ])
+    client.actions(
+        [
+            {"kind": "click", "x": 300, "y": 200},
+            {"kind": "type", "text": "echo 'hello from osworld-gym' > ~/Desktop/hello.txt\n"},
+        ]
+    )
     deadline = time.monotonic() + 10
     content = b""
     while time.monotonic() < deadline and not content:

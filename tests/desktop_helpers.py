@@ -21,8 +21,12 @@ def launch_desktop(**overrides: object) -> LocalDesktop:
     return desktop
 
 
-def wait_until(predicate: collections.abc.Callable[[], object], timeout: float = 20.0,
-               interval: float = 0.05, message: str = "condition") -> object:
+def wait_until(
+    predicate: collections.abc.Callable[[], object],
+    timeout: float = 20.0,
+    interval: float = 0.05,
+    message: str = "condition",
+) -> object:
     """Poll ``predicate`` until it returns a truthy value; fail the test at the deadline."""
     deadline = time.monotonic() + timeout
     while True:

@@ -100,8 +100,10 @@ class _UITarsWriter:
             return "wait()"
         if isinstance(a, Done):
             return "finished()" if a.answer is None else f"finished(content={_quote(a.answer)})"
-        if isinstance(a, Fail) and a.reason is None:
+        if isinstance(a, Fail) and a.reason == "call_user":
             return "call_user()"
+        if isinstance(a, Fail) and a.reason and a.reason.startswith("call_user: "):
+            return f"call_user(content={_quote(a.reason[len('call_user: ') :])})"
         raise ActionError(f"{action!r} has no UI-TARS form")
 
 

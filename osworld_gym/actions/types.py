@@ -371,6 +371,8 @@ class Done(Action):
 
     def __post_init__(self) -> None:
         _optional_text(self.kind, "answer", self.answer)
+        if self.answer == "":
+            object.__setattr__(self, "answer", None)  # an empty answer is no answer
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -383,6 +385,8 @@ class Fail(Action):
 
     def __post_init__(self) -> None:
         _optional_text(self.kind, "reason", self.reason)
+        if self.reason == "":
+            object.__setattr__(self, "reason", None)
 
 
 # --- derived tables --------------------------------------------------------------------------

@@ -101,8 +101,9 @@ class GuestClient:
         config: Timeouts and retries.
     """
 
-    def __init__(self, base_url: str, *, token: str | None = None,
-                 config: ClientConfig | None = None) -> None:
+    def __init__(
+        self, base_url: str, *, token: str | None = None, config: ClientConfig | None = None
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.config = config or ClientConfig()
         self._session = requests.Session()
@@ -112,15 +113,24 @@ class GuestClient:
 
     # --- transport ---------------------------------------------------------------------
 
-    def _request(self, method: str, path: str, *, idempotent: bool, timeout: float | None = None,
-                 **kwargs: Any) -> requests.Response:
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        idempotent: bool,
+        timeout: float | None = None,
+        **kwargs: Any,
+    ) -> requests.Response:
         attempts = 1 + (self.config.retries if idempotent else 0)
         delay = self.config.retry_backoff
         for attempt in range(attempts):
             try:
                 response = self._session.request(
-                    method, self.base_url + path,
-                    timeout=(self.config.connect_timeout, timeout or self.config.timeout), **kwargs,
+                    method,
+                    self.base_url + path,
+                    timeout=(self.config.connect_timeout, timeout or self.config.timeout),
+                    **kwargs,
                 )
             except requests.Timeout as e:
                 error: GuestError = GuestTimeoutError(path, f"no answer in time ({e})")
@@ -170,7 +180,9 @@ class GuestClient:
         else:
             screen = data.get("screen") or {}
             size = (screen["width"], screen["height"]) if "width" in screen else None
-            self._info = GuestInfo(True, data.get("version"), tuple(data.get("capabilities", ())), size)
+            self._info = GuestInfo(
+                True, data.get("version"), tuple(data.get("capabilities", ())), size
+            )
         return self._info
 
     def wait_until_ready(self, timeout: float, poll: float = 0.05) -> GuestInfo:
@@ -185,35 +197,59 @@ class GuestClient:
                 return self.info(refresh=True)
             except (GuestUnreachableError, GuestTimeoutError) as e:
                 if time.monotonic() >= deadline:
-                    raise GuestUnreachableError("/health", f"not ready after {timeout:g} s: {e}") from e
+                    raise GuestUnreachableError(
+                        "/health", f"not ready after {timeout:g} s: {e}"
+                    ) from e
             time.sleep(poll)
 
     # --- observation -------------------------------------------------------------------
 
-    def screenshot(self, *, format: str = "png", quality: int = 85, max_pixels: int = 0,  # noqa: A002
-                   cursor: bool = True, settle: bool = False, settle_timeout: float = 3.0,
-                   settle_quiet: float = 0.2) -> Screenshot:
+    def screenshot(
+        self,
+        *,
+        format: str = "png",
+        quality: int = 85,
+        max_pixels: int = 0,  # noqa: A002
+        cursor: bool = True,
+        settle: bool = False,
+        settle_timeout: float = 3.0,
+        settle_quiet: float = 0.2,
+    ) -> Screenshot:
         """Take a screenshot; ``settle`` waits (bounded) until the screen stops changing."""
         if not self.info().extended:
             return self._official_screenshot(format, quality, max_pixels, settle, settle_timeout)
         params = {
-            "format": format, "quality": quality, "max_pixels": max_pixels,
-            "cursor": int(cursor), "settle": int(settle), "settle_timeout": settle_timeout,
+            "format": format,
+            "quality": quality,
+            "max_pixels": max_pixels,
+            "cursor": int(cursor),
+            "settle": int(settle),
+            "settle_timeout": settle_timeout,
             "settle_quiet": settle_quiet,
         }
         timeout = self.config.timeout + (settle_timeout if settle else 0)
-        response = self._request("GET", "/screenshot", idempotent=True, params=params, timeout=timeout)
+        response = self._request(
+            "GET", "/screenshot", idempotent=True, params=params, timeout=timeout
+        )
         headers = response.headers
         settled = headers.get("X-Settled")
         return Screenshot(
-            response.content, headers.get("Content-Type", "image/png"),
-            int(headers.get("X-Image-Width", 0)), int(headers.get("X-Image-Height", 0)),
+            response.content,
+            headers.get("Content-Type", "image/png"),
+            int(headers.get("X-Image-Width", 0)),
+            int(headers.get("X-Image-Height", 0)),
             None if settled is None else settled == "true",
             float(headers.get("X-Settle-Seconds", 0.0)),
         )
 
-    def _official_screenshot(self, format: str, quality: int, max_pixels: int,  # noqa: A002
-                             settle: bool, settle_timeout: float) -> Screenshot:
+    def _official_screenshot(
+        self,
+        format: str,
+        quality: int,
+        max_pixels: int,  # noqa: A002
+        settle: bool,
+        settle_timeout: float,
+    ) -> Screenshot:
         start = time.monotonic()
         data = self._request("GET", "/screenshot", idempotent=True).content
         settled: bool | None = None
@@ -252,7 +288,9 @@ class GuestClient:
 
     def window_size(self, app_class_name: str) -> tuple[int, int]:
         """Size of the first window of an application class."""
-        data = self._json("POST", "/window_size", idempotent=True, data={"app_class_name": app_class_name})
+        data = self._json(
+            "POST", "/window_size", idempotent=True, data={"app_class_name": app_class_name}
+        )
         return int(data["width"]), int(data["height"])
 
     def platform(self) -> str:
@@ -292,9 +330,16 @@ class GuestClient:
 
     def execute(self, command: list[str] | str, *, shell: bool = False) -> CommandResult:
         """Run a command in the desktop (120 s limit in the guest); never retried."""
-        data = self._json("POST", "/execute", idempotent=False, timeout=self.config.long_timeout,
-                          json={"command": command, "shell": shell})
-        return CommandResult(data.get("output", ""), data.get("error", ""), data.get("returncode", -1), data)
+        data = self._json(
+            "POST",
+            "/execute",
+            idempotent=False,
+            timeout=self.config.long_timeout,
+            json={"command": command, "shell": shell},
+        )
+        return CommandResult(
+            data.get("output", ""), data.get("error", ""), data.get("returncode", -1), data
+        )
 
     def execute_python(self, code: str) -> CommandResult:
         """Run Python the way OSWorld's controller does (``python -c`` with pyautogui imported)."""
@@ -302,41 +347,66 @@ class GuestClient:
 
     def launch(self, command: list[str] | str, *, shell: bool = False) -> None:
         """Start a program and return at once."""
-        self._request("POST", "/setup/launch", idempotent=False, json={"command": command, "shell": shell})
+        self._request(
+            "POST", "/setup/launch", idempotent=False, json={"command": command, "shell": shell}
+        )
 
     def open_file(self, path: str, *, timeout: float = 60.0) -> None:
         """Open a file with its default app and wait (bounded) for its window."""
-        self._request("POST", "/setup/open_file", idempotent=False, timeout=timeout + 10,
-                      json={"path": path, "timeout": timeout})
+        self._request(
+            "POST",
+            "/setup/open_file",
+            idempotent=False,
+            timeout=timeout + 10,
+            json={"path": path, "timeout": timeout},
+        )
 
-    def activate_window(self, window_name: str, *, strict: bool = False, by_class: bool = False) -> None:
+    def activate_window(
+        self, window_name: str, *, strict: bool = False, by_class: bool = False
+    ) -> None:
         """Raise and focus a window."""
         body = {"window_name": window_name, "strict": strict, "by_class": by_class}
         self._request("POST", "/setup/activate_window", idempotent=True, json=body)
 
-    def close_window(self, window_name: str, *, strict: bool = False, by_class: bool = False) -> None:
+    def close_window(
+        self, window_name: str, *, strict: bool = False, by_class: bool = False
+    ) -> None:
         """Close matching windows."""
         body = {"window_name": window_name, "strict": strict, "by_class": by_class}
         self._request("POST", "/setup/close_window", idempotent=False, json=body)
 
     def run_python(self, code: str) -> dict[str, Any]:
         """``/run_python`` (30 s limit in the guest)."""
-        return self._json("POST", "/run_python", idempotent=False, timeout=self.config.long_timeout,
-                          json={"code": code})
+        return self._json(
+            "POST",
+            "/run_python",
+            idempotent=False,
+            timeout=self.config.long_timeout,
+            json={"code": code},
+        )
 
-    def run_bash_script(self, script: str, *, timeout: float = 30.0,
-                        working_dir: str | None = None) -> dict[str, Any]:
+    def run_bash_script(
+        self, script: str, *, timeout: float = 30.0, working_dir: str | None = None
+    ) -> dict[str, Any]:
         """``/run_bash_script``; run once, never retried (OSWorld's host re-runs it 3 times)."""
         body = {"script": script, "timeout": timeout, "working_dir": working_dir}
-        return self._json("POST", "/run_bash_script", idempotent=False, timeout=timeout + 30, json=body)
+        return self._json(
+            "POST", "/run_bash_script", idempotent=False, timeout=timeout + 30, json=body
+        )
 
     # --- files -------------------------------------------------------------------------
 
     def upload(self, path: str, data: bytes) -> None:
         """Write ``data`` to ``path`` in the desktop (parent folders are created)."""
         files = {"file_data": ("upload", data, "application/octet-stream")}
-        self._request("POST", "/setup/upload", idempotent=True, timeout=self.config.long_timeout,
-                      data={"file_path": path}, files=files)
+        self._request(
+            "POST",
+            "/setup/upload",
+            idempotent=True,
+            timeout=self.config.long_timeout,
+            data={"file_path": path},
+            files=files,
+        )
 
     def download(self, path: str) -> bytes:
         """Read a file from the desktop.
@@ -344,12 +414,19 @@ class GuestClient:
         Raises:
             GuestHTTPError: status 404 when the file does not exist.
         """
-        return self._request("POST", "/file", idempotent=True, timeout=self.config.long_timeout,
-                             data={"file_path": path}).content
+        return self._request(
+            "POST",
+            "/file",
+            idempotent=True,
+            timeout=self.config.long_timeout,
+            data={"file_path": path},
+        ).content
 
     def list_directory(self, path: str) -> dict[str, Any]:
         """A recursive tree of a folder."""
-        return self._json("POST", "/list_directory", idempotent=True, json={"path": path})["directory_tree"]
+        return self._json("POST", "/list_directory", idempotent=True, json={"path": path})[
+            "directory_tree"
+        ]
 
     def wallpaper(self) -> bytes:
         """The current wallpaper image."""
@@ -361,8 +438,13 @@ class GuestClient:
 
     def download_file(self, url: str, path: str) -> None:
         """Have the guest download ``url`` into ``path`` itself."""
-        self._request("POST", "/setup/download_file", idempotent=True, timeout=self.config.long_timeout * 3,
-                      json={"url": url, "path": path})
+        self._request(
+            "POST",
+            "/setup/download_file",
+            idempotent=True,
+            timeout=self.config.long_timeout * 3,
+            json={"url": url, "path": path},
+        )
 
     # --- recording ---------------------------------------------------------------------
 
@@ -372,7 +454,9 @@ class GuestClient:
 
     def end_recording(self, dest: str | Path) -> Path:
         """Stop recording and save the MP4 to ``dest``."""
-        response = self._request("POST", "/end_recording", idempotent=False, timeout=self.config.long_timeout)
+        response = self._request(
+            "POST", "/end_recording", idempotent=False, timeout=self.config.long_timeout
+        )
         dest = Path(dest)
         dest.write_bytes(response.content)
         return dest

@@ -82,8 +82,14 @@ class GuestContext:
         log = open(self.state_dir / "launched.log", "ab")  # noqa: SIM115 - handed to the child
         try:
             proc = subprocess.Popen(
-                argv, shell=shell, env=self.child_env(), cwd=self.home, stdin=subprocess.DEVNULL,
-                stdout=log, stderr=log, start_new_session=True,
+                argv,
+                shell=shell,
+                env=self.child_env(),
+                cwd=self.home,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
             )
         finally:
             log.close()

@@ -79,7 +79,8 @@ class Request:
             if value is not None:
                 return value
         elif self.body and self.content_type in (
-            "application/x-www-form-urlencoded", "multipart/form-data"
+            "application/x-www-form-urlencoded",
+            "multipart/form-data",
         ):
             value = self.form().get(name)
             if value is not None:
@@ -106,7 +107,9 @@ def _parse_urlencoded(body: bytes) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(text, keep_blank_values=True).items()}
 
 
-def parse_multipart(body: bytes, boundary: object) -> tuple[dict[str, str], dict[str, UploadedFile]]:
+def parse_multipart(
+    body: bytes, boundary: object
+) -> tuple[dict[str, str], dict[str, UploadedFile]]:
     """Split a ``multipart/form-data`` body into fields and files.
 
     Raises:

@@ -1,4 +1,4 @@
-"""The wire format of the guest's typed-action endpoint, shared by server and client.
+r"""The wire format of the guest's typed-action endpoint, shared by server and client.
 
 The guest server executes these dicts in-process (``POST /actions``); against an official
 OSWorld guest, which lacks that endpoint, the client turns the same dicts into pyautogui code
@@ -13,7 +13,7 @@ are integer screen pixels; omitted points mean "where the pointer is")::
     move         x, y
     drag         x?, y? (start), to_x, to_y (end), button
     scroll       x?, y?, dx (int, >0 right), dy (int, >0 up)  -- pyautogui's sign convention
-    type         text (any Unicode; "\\n" is Enter, "\\t" is Tab)
+    type         text (any Unicode; "\n" is Enter, "\t" is Tab)
     hotkey       keys (list of key names, pressed in order, released in reverse)
     press        key, presses (1-100)
     key_down     key
@@ -82,13 +82,16 @@ def normalize_key(key: object) -> str:
     Example:
         >>> normalize_key("Enter")
         'enter'
+        >>> normalize_key("C")
+        'c'
 
     Raises:
         WireActionError: ``key`` is not a pyautogui key name.
     """
     if not isinstance(key, str) or not key:
         raise WireActionError(f"key must be a non-empty string, got {key!r}")
-    name = key if len(key) == 1 else key.lower()
+    # Case-insensitive like OSWorld's check: "Ctrl", "ENTER" and "C" (in ctrl+C) are accepted.
+    name = key if key in _KEY_SET else key.lower()
     if name not in _KEY_SET:
         raise WireActionError(f"unknown key {key!r}; expected a pyautogui key name")
     return name

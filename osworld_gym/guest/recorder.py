@@ -39,10 +39,28 @@ class Recorder:
             path = ctx.state_dir / "recording.mp4"
             path.unlink(missing_ok=True)
             argv = [
-                ffmpeg, "-y", "-nostdin", "-loglevel", "error", "-f", "x11grab",
-                "-video_size", f"{width}x{height}", "-framerate", "30",
-                "-i", f"{ctx.config.display}.0", "-c:v", "libx264", "-preset", "ultrafast",
-                "-pix_fmt", "yuv420p", "-r", "30", str(path),
+                ffmpeg,
+                "-y",
+                "-nostdin",
+                "-loglevel",
+                "error",
+                "-f",
+                "x11grab",
+                "-video_size",
+                f"{width}x{height}",
+                "-framerate",
+                "30",
+                "-i",
+                f"{ctx.config.display}.0",
+                "-c:v",
+                "libx264",
+                "-preset",
+                "ultrafast",
+                "-pix_fmt",
+                "yuv420p",
+                "-r",
+                "30",
+                str(path),
             ]
             log = open(ctx.state_dir / "ffmpeg.log", "wb")  # noqa: SIM115 - handed to ffmpeg
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)

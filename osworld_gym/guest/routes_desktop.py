@@ -22,8 +22,13 @@ from osworld_gym.guest.x11 import WindowInfo, keysym_for_key
 from osworld_gym.version import __version__
 
 CAPABILITIES = (
-    "actions", "screenshot.format", "screenshot.resize", "screenshot.settle", "token",
-    "run_bash_script.fixed", "open_file.timeout",
+    "actions",
+    "screenshot.format",
+    "screenshot.resize",
+    "screenshot.settle",
+    "token",
+    "run_bash_script.fixed",
+    "open_file.timeout",
 )
 MAX_OPEN_FILE_TIMEOUT = 600.0
 
@@ -31,12 +36,19 @@ MAX_OPEN_FILE_TIMEOUT = 600.0
 def health(ctx: GuestContext, request: Request) -> Response:
     """``/health`` (extension): who this server is, what it can do, the screen size."""
     width, height = ctx.capture.size
-    return Response.json({
-        "status": "ok", "server": "osworld-gym-guest", "version": __version__,
-        "protocol": protocol.PROTOCOL_VERSION, "capabilities": list(CAPABILITIES),
-        "screen": {"width": width, "height": height}, "display": ctx.config.display,
-        "platform": platform.system(), "action_kinds": list(protocol.ACTION_KINDS),
-    })
+    return Response.json(
+        {
+            "status": "ok",
+            "server": "osworld-gym-guest",
+            "version": __version__,
+            "protocol": protocol.PROTOCOL_VERSION,
+            "capabilities": list(CAPABILITIES),
+            "screen": {"width": width, "height": height},
+            "display": ctx.config.display,
+            "platform": platform.system(),
+            "action_kinds": list(protocol.ACTION_KINDS),
+        }
+    )
 
 
 def _screenshot_options(query: dict[str, str]) -> ScreenshotOptions:
@@ -64,9 +76,12 @@ def screenshot(ctx: GuestContext, request: Request) -> Response:
     query = {} if ctx.config.official else request.query
     shot = ctx.capture.screenshot(_screenshot_options(query))
     headers = {
-        "X-Image-Width": str(shot.width), "X-Image-Height": str(shot.height),
-        "X-Screen-Width": str(shot.screen_width), "X-Screen-Height": str(shot.screen_height),
-        "X-Settle-Seconds": f"{shot.settle_seconds:.4f}", "X-Frames": str(shot.frames),
+        "X-Image-Width": str(shot.width),
+        "X-Image-Height": str(shot.height),
+        "X-Screen-Width": str(shot.screen_width),
+        "X-Screen-Height": str(shot.screen_height),
+        "X-Settle-Seconds": f"{shot.settle_seconds:.4f}",
+        "X-Frames": str(shot.frames),
     }
     if shot.settled is not None:
         headers["X-Settled"] = "true" if shot.settled else "false"
@@ -89,9 +104,13 @@ def actions(ctx: GuestContext, request: Request) -> Response:
             except Exception as e:  # noqa: BLE001 - reported with how far the batch got
                 raise HTTPError(500, f"actions[{index}] failed: {e}", executed=index) from e
         ctx.x11.sync()
-    return Response.json({
-        "status": "success", "executed": len(batch), "seconds": time.perf_counter() - start,
-    })
+    return Response.json(
+        {
+            "status": "success",
+            "executed": len(batch),
+            "seconds": time.perf_counter() - start,
+        }
+    )
 
 
 def _perform(ctx: GuestContext, action: dict[str, Any]) -> None:
@@ -233,8 +252,12 @@ def _gsettings_wallpaper() -> Path | None:
     gsettings = shutil.which("gsettings")
     if gsettings is None:
         return None
-    done = subprocess.run([gsettings, "get", "org.gnome.desktop.background", "picture-uri"],
-                          capture_output=True, text=True, timeout=10)
+    done = subprocess.run(
+        [gsettings, "get", "org.gnome.desktop.background", "picture-uri"],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
     uri = done.stdout.strip().strip("'")
     return Path(uri.removeprefix("file://")) if done.returncode == 0 and uri else None
 
@@ -247,8 +270,13 @@ def change_wallpaper(ctx: GuestContext, request: Request) -> Response:
     feh = shutil.which("feh")
     if feh is None:
         raise HTTPError(500, "cannot set a wallpaper: feh is not installed in this desktop")
-    done = subprocess.run([feh, "--no-fehbg", "--bg-fill", str(path)], capture_output=True,
-                          text=True, timeout=30, env=ctx.child_env())
+    done = subprocess.run(
+        [feh, "--no-fehbg", "--bg-fill", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=ctx.child_env(),
+    )
     if done.returncode != 0:
         raise HTTPError(500, f"feh failed: {done.stderr.strip()}")
     _wallpaper_record(ctx).write_text(str(path.resolve()))
@@ -269,4 +297,3 @@ ROUTES = (
     ("POST", "/wallpaper", wallpaper),
     ("POST", "/setup/change_wallpaper", change_wallpaper),
 )
-

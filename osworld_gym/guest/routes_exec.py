@@ -41,11 +41,20 @@ def _command_argv(command: Any, shell: bool) -> list[str] | str:
 
 def _run(ctx: GuestContext, argv: list[str] | str, shell: bool, timeout: float) -> dict[str, Any]:
     completed = subprocess.run(
-        argv, shell=shell, capture_output=True, text=True, timeout=timeout,
-        env=ctx.child_env(), cwd=ctx.home, stdin=subprocess.DEVNULL, errors="replace",
+        argv,
+        shell=shell,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=ctx.child_env(),
+        cwd=ctx.home,
+        stdin=subprocess.DEVNULL,
+        errors="replace",
     )
     return {
-        "status": "success", "output": completed.stdout, "error": completed.stderr,
+        "status": "success",
+        "output": completed.stdout,
+        "error": completed.stderr,
         "returncode": completed.returncode,
     }
 
@@ -99,8 +108,14 @@ def _verified(ctx: GuestContext, verification: dict[str, Any]) -> bool:
     check = verification.get("command_success")
     if check:
         try:
-            done = subprocess.run(str(check), shell=True, capture_output=True, timeout=5,
-                                  env=ctx.child_env(), cwd=ctx.home)
+            done = subprocess.run(
+                str(check),
+                shell=True,
+                capture_output=True,
+                timeout=5,
+                env=ctx.child_env(),
+                cwd=ctx.home,
+            )
         except subprocess.TimeoutExpired:
             return False
         return done.returncode == 0
@@ -129,8 +144,13 @@ def run_python(ctx: GuestContext, request: Request) -> Response:
         f.write(code)
     try:
         done = subprocess.run(
-            [sys.executable, f.name], capture_output=True, text=True, errors="replace",
-            timeout=RUN_PYTHON_TIMEOUT, env=ctx.child_env(), cwd=ctx.home,
+            [sys.executable, f.name],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=RUN_PYTHON_TIMEOUT,
+            env=ctx.child_env(),
+            cwd=ctx.home,
             stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired as e:
@@ -138,11 +158,16 @@ def run_python(ctx: GuestContext, request: Request) -> Response:
         raise HTTPError(500, message, need_more=False, output="", return_code=-1) from e
     finally:
         os.unlink(f.name)
-    return Response.json({
-        "status": "success" if done.returncode == 0 else "error",
-        "message": done.stdout + done.stderr, "need_more": False,
-        "output": done.stdout, "error": done.stderr, "return_code": done.returncode,
-    })
+    return Response.json(
+        {
+            "status": "success" if done.returncode == 0 else "error",
+            "message": done.stdout + done.stderr,
+            "need_more": False,
+            "output": done.stdout,
+            "error": done.stderr,
+            "return_code": done.returncode,
+        }
+    )
 
 
 def run_bash_script(ctx: GuestContext, request: Request) -> Response:
@@ -161,19 +186,30 @@ def run_bash_script(ctx: GuestContext, request: Request) -> Response:
         f.write(script)
     try:
         done = subprocess.run(
-            ["/bin/bash", f.name], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            errors="replace", timeout=timeout, env=ctx.child_env(), cwd=workdir,
+            ["/bin/bash", f.name],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            env=ctx.child_env(),
+            cwd=workdir,
             stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired as e:
-        raise HTTPError(500, f"Script timed out after {timeout:g} seconds",
-                        output="", returncode=-1) from e
+        raise HTTPError(
+            500, f"Script timed out after {timeout:g} seconds", output="", returncode=-1
+        ) from e
     finally:
         os.unlink(f.name)
-    return Response.json({
-        "status": "success" if done.returncode == 0 else "error",
-        "output": done.stdout, "error": "", "returncode": done.returncode,
-    })
+    return Response.json(
+        {
+            "status": "success" if done.returncode == 0 else "error",
+            "output": done.stdout,
+            "error": "",
+            "returncode": done.returncode,
+        }
+    )
 
 
 def _bounded_timeout(value: Any) -> float:

@@ -40,7 +40,9 @@ def get_file(ctx: GuestContext, request: Request) -> Response:
     if not path.is_file():
         raise HTTPError(404, "File not found", path=str(path))
     return Response(
-        b"", content_type="application/octet-stream", file_path=str(path),
+        b"",
+        content_type="application/octet-stream",
+        file_path=str(path),
         headers={"Content-Disposition": f'attachment; filename="{_ascii_name(path.name)}"'},
     )
 
@@ -124,7 +126,10 @@ def download_file(ctx: GuestContext, request: Request) -> Response:
 def _download(url: str, path: Path) -> int:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".download-")
     try:
-        with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT) as response, os.fdopen(fd, "wb") as f:
+        with (
+            urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT) as response,
+            os.fdopen(fd, "wb") as f,
+        ):
             shutil.copyfileobj(response, f)
             expected = response.headers.get("Content-Length")
         size = os.path.getsize(tmp)

@@ -1,4 +1,4 @@
-"""Guest routes for screen recording (ffmpeg x11grab) and AT-SPI views (/accessibility, /terminal)."""
+"""Guest routes for screen recording and the AT-SPI views (/accessibility, /terminal)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from osworld_gym.guest.http import HTTPError, Request, Response
 
 logger = logging.getLogger(__name__)
 
+
 def start_recording(ctx: GuestContext, request: Request) -> Response:
     """``/start_recording``."""
     ctx.recorder.start(ctx)
@@ -20,7 +21,9 @@ def end_recording(ctx: GuestContext, request: Request) -> Response:
     """``/end_recording``: the MP4 as an attachment."""
     path = ctx.recorder.stop()
     return Response(
-        b"", content_type="video/mp4", file_path=str(path),
+        b"",
+        content_type="video/mp4",
+        file_path=str(path),
         headers={"Content-Disposition": 'attachment; filename="recording.mp4"'},
     )
 

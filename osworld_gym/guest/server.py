@@ -72,6 +72,8 @@ class GuestRequestHandler(BaseHTTPRequestHandler):
 
     server: GuestHTTPServer
     protocol_version = "HTTP/1.1"  # keep-alive: the client reuses one connection per desktop
+    # Headers and body go out in separate writes; with Nagle on, delayed ACKs add 40 ms.
+    disable_nagle_algorithm = True
     server_version = "osworld-gym-guest"
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
@@ -120,7 +122,7 @@ class GuestRequestHandler(BaseHTTPRequestHandler):
         if not expected:
             return
         given = self.headers.get("Authorization", "")
-        token = given[len("Bearer "):] if given.startswith("Bearer ") else ""
+        token = given[len("Bearer ") :] if given.startswith("Bearer ") else ""
         if not hmac.compare_digest(token.encode(), expected.encode()):
             self._discard_body()
             raise HTTPError(401, "missing or wrong token (send 'Authorization: Bearer <token>')")
@@ -242,8 +244,11 @@ def parse_args(argv: list[str] | None = None) -> GuestConfig:
     parser.add_argument("--token-file", help="file holding the shared token")
     parser.add_argument("--max-upload-mb", type=int, default=512, help="largest upload accepted")
     parser.add_argument("--state-dir", help="folder for recordings and temporary scripts")
-    parser.add_argument("--official", action="store_true",
-                        help="behave like OSWorld's own server: no extensions (for testing)")
+    parser.add_argument(
+        "--official",
+        action="store_true",
+        help="behave like OSWorld's own server: no extensions (for testing)",
+    )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     if not args.display:
@@ -254,9 +259,14 @@ def parse_args(argv: list[str] | None = None) -> GuestConfig:
             token = f.read().strip()
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
     return GuestConfig(
-        display=args.display, host=args.host, port=args.port, token=token or None,
-        port_file=args.port_file, max_upload_bytes=args.max_upload_mb * 1024 * 1024,
-        state_dir=args.state_dir, official=args.official,
+        display=args.display,
+        host=args.host,
+        port=args.port,
+        token=token or None,
+        port_file=args.port_file,
+        max_upload_bytes=args.max_upload_mb * 1024 * 1024,
+        state_dir=args.state_dir,
+        official=args.official,
     )
 
 

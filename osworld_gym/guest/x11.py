@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from Xlib import X, XK, Xatom, display, error
+from Xlib import XK, X, Xatom, display, error
 from Xlib.ext import xtest
 from Xlib.protocol import event
 
@@ -27,33 +27,98 @@ _DRAG_STEPS = 10  # intermediate motion events so apps see a drag, not a jump
 
 # pyautogui key name -> X keysym name, for names that are not single characters.
 _NAMED_KEYSYMS: dict[str, str] = {
-    "\t": "Tab", "\n": "Return", "\r": "Return", " ": "space",
-    "accept": "Execute", "add": "KP_Add", "alt": "Alt_L", "altleft": "Alt_L",
-    "altright": "Alt_R", "apps": "Menu", "backspace": "BackSpace",
-    "browserback": "XF86Back", "browserfavorites": "XF86Favorites",
-    "browserforward": "XF86Forward", "browserhome": "XF86HomePage",
-    "browserrefresh": "XF86Refresh", "browsersearch": "XF86Search", "browserstop": "XF86Stop",
-    "capslock": "Caps_Lock", "clear": "Clear", "convert": "Henkan", "ctrl": "Control_L",
-    "ctrlleft": "Control_L", "ctrlright": "Control_R", "decimal": "KP_Decimal",
-    "del": "Delete", "delete": "Delete", "divide": "KP_Divide", "down": "Down", "end": "End",
-    "enter": "Return", "esc": "Escape", "escape": "Escape", "execute": "Execute",
-    "final": "Execute", "fn": "XF86WakeUp", "hanguel": "Hangul", "hangul": "Hangul",
-    "hanja": "Hangul_Hanja", "help": "Help", "home": "Home", "insert": "Insert",
-    "junja": "Hangul_Jeonja", "kana": "Katakana", "kanji": "Kanji",
-    "launchapp1": "XF86Launch1", "launchapp2": "XF86Launch2", "launchmail": "XF86Mail",
-    "launchmediaselect": "XF86AudioMedia", "left": "Left", "modechange": "Mode_switch",
-    "multiply": "KP_Multiply", "nexttrack": "XF86AudioNext", "nonconvert": "Muhenkan",
-    "numlock": "Num_Lock", "pagedown": "Page_Down", "pageup": "Page_Up", "pause": "Pause",
-    "pgdn": "Page_Down", "pgup": "Page_Up", "playpause": "XF86AudioPlay",
-    "prevtrack": "XF86AudioPrev", "print": "Print", "printscreen": "Print",
-    "prntscrn": "Print", "prtsc": "Print", "prtscr": "Print", "return": "Return",
-    "right": "Right", "scrolllock": "Scroll_Lock", "select": "Select",
-    "separator": "KP_Separator", "shift": "Shift_L", "shiftleft": "Shift_L",
-    "shiftright": "Shift_R", "sleep": "XF86Sleep", "space": "space", "stop": "XF86Stop",
-    "subtract": "KP_Subtract", "tab": "Tab", "up": "Up", "volumedown": "XF86AudioLowerVolume",
-    "volumemute": "XF86AudioMute", "volumeup": "XF86AudioRaiseVolume", "win": "Super_L",
-    "winleft": "Super_L", "winright": "Super_R", "yen": "yen", "command": "Super_L",
-    "option": "Alt_L", "optionleft": "Alt_L", "optionright": "Alt_R",
+    "\t": "Tab",
+    "\n": "Return",
+    "\r": "Return",
+    " ": "space",
+    "accept": "Execute",
+    "add": "KP_Add",
+    "alt": "Alt_L",
+    "altleft": "Alt_L",
+    "altright": "Alt_R",
+    "apps": "Menu",
+    "backspace": "BackSpace",
+    "browserback": "XF86Back",
+    "browserfavorites": "XF86Favorites",
+    "browserforward": "XF86Forward",
+    "browserhome": "XF86HomePage",
+    "browserrefresh": "XF86Refresh",
+    "browsersearch": "XF86Search",
+    "browserstop": "XF86Stop",
+    "capslock": "Caps_Lock",
+    "clear": "Clear",
+    "convert": "Henkan",
+    "ctrl": "Control_L",
+    "ctrlleft": "Control_L",
+    "ctrlright": "Control_R",
+    "decimal": "KP_Decimal",
+    "del": "Delete",
+    "delete": "Delete",
+    "divide": "KP_Divide",
+    "down": "Down",
+    "end": "End",
+    "enter": "Return",
+    "esc": "Escape",
+    "escape": "Escape",
+    "execute": "Execute",
+    "final": "Execute",
+    "fn": "XF86WakeUp",
+    "hanguel": "Hangul",
+    "hangul": "Hangul",
+    "hanja": "Hangul_Hanja",
+    "help": "Help",
+    "home": "Home",
+    "insert": "Insert",
+    "junja": "Hangul_Jeonja",
+    "kana": "Katakana",
+    "kanji": "Kanji",
+    "launchapp1": "XF86Launch1",
+    "launchapp2": "XF86Launch2",
+    "launchmail": "XF86Mail",
+    "launchmediaselect": "XF86AudioMedia",
+    "left": "Left",
+    "modechange": "Mode_switch",
+    "multiply": "KP_Multiply",
+    "nexttrack": "XF86AudioNext",
+    "nonconvert": "Muhenkan",
+    "numlock": "Num_Lock",
+    "pagedown": "Page_Down",
+    "pageup": "Page_Up",
+    "pause": "Pause",
+    "pgdn": "Page_Down",
+    "pgup": "Page_Up",
+    "playpause": "XF86AudioPlay",
+    "prevtrack": "XF86AudioPrev",
+    "print": "Print",
+    "printscreen": "Print",
+    "prntscrn": "Print",
+    "prtsc": "Print",
+    "prtscr": "Print",
+    "return": "Return",
+    "right": "Right",
+    "scrolllock": "Scroll_Lock",
+    "select": "Select",
+    "separator": "KP_Separator",
+    "shift": "Shift_L",
+    "shiftleft": "Shift_L",
+    "shiftright": "Shift_R",
+    "sleep": "XF86Sleep",
+    "space": "space",
+    "stop": "XF86Stop",
+    "subtract": "KP_Subtract",
+    "tab": "Tab",
+    "up": "Up",
+    "volumedown": "XF86AudioLowerVolume",
+    "volumemute": "XF86AudioMute",
+    "volumeup": "XF86AudioRaiseVolume",
+    "win": "Super_L",
+    "winleft": "Super_L",
+    "winright": "Super_R",
+    "yen": "yen",
+    "command": "Super_L",
+    "option": "Alt_L",
+    "optionleft": "Alt_L",
+    "optionright": "Alt_R",
 }
 _NAMED_KEYSYMS.update({f"f{n}": f"F{n}" for n in range(1, 25)})
 _NAMED_KEYSYMS.update({f"num{n}": f"KP_{n}" for n in range(10)})
@@ -251,14 +316,18 @@ class X11Session:
             name_prop = window.get_full_property(
                 self._display.intern_atom("_NET_WM_NAME"), self._display.intern_atom("UTF8_STRING")
             )
-            title = _decode(name_prop.value) if name_prop is not None else _decode(window.get_wm_name())
+            title = (
+                _decode(name_prop.value) if name_prop is not None else _decode(window.get_wm_name())
+            )
             wm_class = tuple(window.get_wm_class() or ())
             geometry = window.get_geometry()
         except (error.BadWindow, error.BadDrawable):
             return None  # the window closed while we were looking at it
         return WindowInfo(window_id, title, wm_class, geometry.width, geometry.height)
 
-    def find_windows(self, name: str, *, strict: bool = False, by_class: bool = False) -> list[WindowInfo]:
+    def find_windows(
+        self, name: str, *, strict: bool = False, by_class: bool = False
+    ) -> list[WindowInfo]:
         """Find windows as ``wmctrl`` does: a case-insensitive substring of the title.
 
         Args:
@@ -266,6 +335,7 @@ class X11Session:
             strict: Match the whole string, case-sensitively (``wmctrl -F``).
             by_class: Match ``WM_CLASS`` instead of the title (``wmctrl -x``).
         """
+
         def matches(candidate: str) -> bool:
             return candidate == name if strict else name.lower() in candidate.lower()
 
@@ -290,7 +360,9 @@ class X11Session:
             prop = self._root.get_full_property(
                 self._display.intern_atom("_NET_ACTIVE_WINDOW"), Xatom.WINDOW
             )
-        return int(prop.value[0]) if prop is not None and len(prop.value) and prop.value[0] else None
+        return (
+            int(prop.value[0]) if prop is not None and len(prop.value) and prop.value[0] else None
+        )
 
     def _client_message(self, window_id: int, message: str, data: list[int]) -> None:
         with self._lock:
@@ -302,7 +374,9 @@ class X11Session:
             self._root.send_event(msg, event_mask=mask)
             self._display.sync()
 
-    def wait_for_window(self, predicate: Any, timeout: float, poll: float = 0.1) -> WindowInfo | None:
+    def wait_for_window(
+        self, predicate: Any, timeout: float, poll: float = 0.1
+    ) -> WindowInfo | None:
         """Poll the window list until ``predicate(info)`` holds for one, or the deadline passes."""
         deadline = time.monotonic() + timeout
         while True:

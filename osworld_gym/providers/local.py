@@ -75,8 +75,12 @@ class LocalProvider(Provider):
         return LocalDesktop(self.config)
 
 
-def _teardown(marker: str, procs: dict[str, subprocess.Popen[bytes]], root: Path,
-              reaper: subprocess.Popen[bytes] | None) -> None:
+def _teardown(
+    marker: str,
+    procs: dict[str, subprocess.Popen[bytes]],
+    root: Path,
+    reaper: subprocess.Popen[bytes] | None,
+) -> None:
     """Stop every process of a desktop and delete its folder (also run by the GC finalizer)."""
     processes.kill_marked(marker, timeout=3.0)
     for proc in procs.values():
@@ -229,9 +233,12 @@ class LocalDesktop(Desktop):
     def _env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DBUS_", "XDG_SESSION"))}
         env.update(
-            HOME=str(self.home), XDG_RUNTIME_DIR=str(self.root / "runtime"),
-            LANG=env.get("LANG") or "C.UTF-8", SAL_USE_VCLPLUGIN="gtk3",
-            GTK_MODULES="gail:atk-bridge", QT_ACCESSIBILITY="1",
+            HOME=str(self.home),
+            XDG_RUNTIME_DIR=str(self.root / "runtime"),
+            LANG=env.get("LANG") or "C.UTF-8",
+            SAL_USE_VCLPLUGIN="gtk3",
+            GTK_MODULES="gail:atk-bridge",
+            QT_ACCESSIBILITY="1",
         )
         env.pop("NO_AT_BRIDGE", None)  # it would hide every app from the accessibility tree
         if self.display:
@@ -246,8 +253,14 @@ class LocalDesktop(Desktop):
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
         try:
             proc = subprocess.Popen(
-                argv, env=self._env(), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                start_new_session=True, cwd=self.home, **kwargs,  # type: ignore[call-overload]
+                argv,
+                env=self._env(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                cwd=self.home,
+                **kwargs,  # type: ignore[call-overload]
             )
         except FileNotFoundError as e:
             raise ProviderError(
@@ -262,7 +275,10 @@ class LocalDesktop(Desktop):
         env = {k: v for k, v in os.environ.items() if k != processes.MARKER_VARIABLE}
         return subprocess.Popen(
             [sys.executable, "-m", "osworld_gym.providers.reaper", self.marker],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, start_new_session=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
         )
 
     def _restore_home(self) -> None:
@@ -296,13 +312,29 @@ class LocalDesktop(Desktop):
         width, height = self.config.screen_size
         read_fd, write_fd = os.pipe()
         try:
-            self._spawn("xvfb", [
-                "Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{width}x{height}x24",
-                "-nolisten", "tcp", "-dpi", "96", "+extension", "XTEST",
-            ], pass_fds=(write_fd,))
+            self._spawn(
+                "xvfb",
+                [
+                    "Xvfb",
+                    "-displayfd",
+                    str(write_fd),
+                    "-screen",
+                    "0",
+                    f"{width}x{height}x24",
+                    "-nolisten",
+                    "tcp",
+                    "-dpi",
+                    "96",
+                    "+extension",
+                    "XTEST",
+                ],
+                pass_fds=(write_fd,),
+            )
             os.close(write_fd)
             write_fd = -1
-            number = self._read_fd_line("xvfb", read_fd, time.monotonic() + self.config.boot_timeout)
+            number = self._read_fd_line(
+                "xvfb", read_fd, time.monotonic() + self.config.boot_timeout
+            )
         finally:
             os.close(read_fd)
             if write_fd >= 0:
@@ -325,10 +357,18 @@ class LocalDesktop(Desktop):
         socket.unlink(missing_ok=True)
         read_fd, write_fd = os.pipe()
         try:
-            self._spawn("dbus", [
-                "dbus-daemon", "--session", "--nofork", "--nopidfile",
-                f"--address=unix:path={socket}", f"--print-address={write_fd}",
-            ], pass_fds=(write_fd,))
+            self._spawn(
+                "dbus",
+                [
+                    "dbus-daemon",
+                    "--session",
+                    "--nofork",
+                    "--nopidfile",
+                    f"--address=unix:path={socket}",
+                    f"--print-address={write_fd}",
+                ],
+                pass_fds=(write_fd,),
+            )
             os.close(write_fd)
             write_fd = -1
             self._dbus_address = self._read_fd_line("dbus", read_fd, deadline)
@@ -373,9 +413,19 @@ class LocalDesktop(Desktop):
         port_file = self.state_dir / "port"
         port_file.unlink(missing_ok=True)
         argv = [
-            self.config.python or sys.executable, "-m", "osworld_gym.guest",
-            "--display", self.display, "--port", str(port), "--port-file", str(port_file),
-            "--state-dir", str(self.state_dir), "--log-level", "WARNING",
+            self.config.python or sys.executable,
+            "-m",
+            "osworld_gym.guest",
+            "--display",
+            self.display,
+            "--port",
+            str(port),
+            "--port-file",
+            str(port_file),
+            "--state-dir",
+            str(self.state_dir),
+            "--log-level",
+            "WARNING",
         ]
         if self.config.official_guest:
             argv.append("--official")

@@ -245,7 +245,7 @@ def a11y_desktop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[A11yDeskt
                             return text
             return None
 
-        _wait_for(mousepad_text, 30, "mousepad's text area in the a11y tree")
+        _wait_for(lambda: mousepad_text() is not None, 30, "mousepad's text area in the a11y tree")
         if shutil.which("xdotool"):
             subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--class", "mousepad",
                             "windowactivate", "--sync"], env=desktop.env, timeout=15,
@@ -682,3 +682,64 @@ def test_terminal_needs_a_focused_terminal_in_an_active_window() -> None:
     assert w.focused_terminal_text() is None
     w, _ = _walk(desktop((*on, "ACTIVE"), on))
     assert w.focused_terminal_text() is None
+
+
+# --------------------------------------------------------------------------------------------
+# LibreOffice Calc (slow: LibreOffice's first start and a full sheet walk take tens of seconds).
+# --------------------------------------------------------------------------------------------
+
+_LO_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry"
+           xmlns:xs="http://www.w3.org/2001/XMLSchema"
+           xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="ShowTipOfTheDay" oor:op="fuse"><value>false</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="FirstRun" oor:op="fuse"><value>false</value></prop></item>
+</oor:items>
+"""  # noqa: E501
+
+
+@pytest.mark.slow
+@pytest.mark.apps
+def test_calc_sheet_is_walked_over_its_visible_cells(a11y_desktop: A11yDesktop) -> None:
+    soffice = shutil.which("soffice")
+    if soffice is None or shutil.which("xdotool") is None:
+        pytest.skip("needs LibreOffice Calc (with libreoffice-gtk3) and xdotool")
+    profile = a11y_desktop.root / "lo_profile"
+    (profile / "user").mkdir(parents=True, exist_ok=True)
+    (profile / "user" / "registrymodifications.xcu").write_text(_LO_SETTINGS)
+    env = a11y_desktop.env
+    proc = a11y_desktop.spawn(
+        ["env", "SAL_USE_VCLPLUGIN=gtk3", soffice, f"-env:UserInstallation={profile.as_uri()}",
+         "--norestore", "--nologo", "--calc"])
+    try:
+        found = subprocess.run(
+            ["xdotool", "search", "--sync", "--onlyvisible", "--name", "LibreOffice Calc"],
+            env=env, timeout=120, check=True, capture_output=True, text=True)
+        window = found.stdout.split()[0]
+        for args in (["windowactivate", "--sync", window], ["key", "ctrl+Home"],
+                     ["type", "--delay", "20", "Marker77\t42\n"],
+                     ["mousemove", "300", "300"], ["mousemove", "400", "350"]):
+            subprocess.run(["xdotool", *args], env=env, timeout=30, check=True,
+                           capture_output=True)
+            time.sleep(0.3)
+
+        def cells() -> dict[str, ET.Element]:
+            root = ET.fromstring(a11y.accessibility_tree(a11y_desktop.display, env, timeout=60))
+            sheet_cells = root.iterfind(".//document-spreadsheet//table-cell")
+            return {c.get("name", ""): c for c in sheet_cells}
+
+        def typed(c: dict[str, ET.Element]) -> bool:
+            return "A1" in c and "B1" in c and (c["A1"].text, c["B1"].text) == ("Marker77", "42")
+
+        found_cells = _wait_for(lambda: typed(c := cells()) and c, 120, "the typed cells")
+        assert 50 < len(found_cells) < 5000
+        assert found_cells["B1"].text == "42" and found_cells["B1"].get(VAL + "value") == "42.0"
+        assert all(c.get(ST + "showing") == "true" for c in found_cells.values())
+        x, y = _pair(found_cells["A1"].get(CP + "screencoord"))
+        assert 0 <= x < SCREEN_W and 0 <= y < SCREEN_H
+        started = time.monotonic()
+        a11y.accessibility_tree(a11y_desktop.display, env, timeout=60)
+        assert time.monotonic() - started < 60
+    finally:
+        _kill(_descendants([proc.pid])[::-1] + [proc.pid], a11y_desktop.popens)
+        a11y_desktop.popens.pop(proc.pid, None)

@@ -26,8 +26,9 @@ def _free_port() -> int:
 
 
 def test_unreachable_guest_raises_typed_error_after_bounded_retries() -> None:
-    client = GuestClient(f"http://127.0.0.1:{_free_port()}",
-                         config=ClientConfig(retries=2, retry_backoff=0.01))
+    client = GuestClient(
+        f"http://127.0.0.1:{_free_port()}", config=ClientConfig(retries=2, retry_backoff=0.01)
+    )
     start = time.monotonic()
     with pytest.raises(GuestUnreachableError) as info:
         client.screen_size()
@@ -41,8 +42,10 @@ def test_silent_guest_times_out() -> None:
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()  # accepts connections but never answers
-        client = GuestClient(f"http://127.0.0.1:{server.getsockname()[1]}",
-                             config=ClientConfig(timeout=0.3, retries=1, retry_backoff=0.01))
+        client = GuestClient(
+            f"http://127.0.0.1:{server.getsockname()[1]}",
+            config=ClientConfig(timeout=0.3, retries=1, retry_backoff=0.01),
+        )
         start = time.monotonic()
         with pytest.raises(GuestTimeoutError):
             client.screen_size()

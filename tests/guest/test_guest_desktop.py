@@ -25,11 +25,15 @@ def _pixel(desktop: LocalDesktop, x: int, y: int, **options: object) -> tuple[in
     return tuple(int(v) for v in array[y, x])
 
 
-def _xterm(desktop: LocalDesktop, title: str, color: str = "white", geometry: str = "80x24+0+0") -> None:
-    desktop.client.launch(["xterm", "-title", title, "-bg", color, "-fg", "black",
-                           "-geometry", geometry])
-    wait_until(lambda: title in desktop.client.execute(["wmctrl", "-l"]).output,
-               message=f"xterm {title!r}")
+def _xterm(
+    desktop: LocalDesktop, title: str, color: str = "white", geometry: str = "80x24+0+0"
+) -> None:
+    desktop.client.launch(
+        ["xterm", "-title", title, "-bg", color, "-fg", "black", "-geometry", geometry]
+    )
+    wait_until(
+        lambda: title in desktop.client.execute(["wmctrl", "-l"]).output, message=f"xterm {title!r}"
+    )
     desktop.client.activate_window(title)
 
 
@@ -60,8 +64,10 @@ class TestScreenshot:
     def test_shows_what_is_on_screen(self, clean_desktop: LocalDesktop) -> None:
         assert _pixel(clean_desktop, 200, 200, cursor=False) == (0, 0, 0)
         _xterm(clean_desktop, "green-term", color="#00ff00", geometry="40x10+100+100")
-        wait_until(lambda: _pixel(clean_desktop, 200, 200, cursor=False) == (0, 255, 0),
-                   message="the green xterm on the screenshot")
+        wait_until(
+            lambda: _pixel(clean_desktop, 200, 200, cursor=False) == (0, 255, 0),
+            message="the green xterm on the screenshot",
+        )
 
     def test_cursor_is_drawn_in(self, clean_desktop: LocalDesktop) -> None:
         clean_desktop.client.actions([{"kind": "move", "x": 600, "y": 400}])
@@ -82,12 +88,16 @@ class TestTypedInput:
         client = clean_desktop.client
         _xterm(clean_desktop, "typing-term")
         before = client.screenshot(format="raw", cursor=False).to_array()
-        client.actions([
-            {"kind": "click", "x": 100, "y": 100},
-            {"kind": "type", "text": "printf '%s' 'Grüße, 世界 ✓ <ok>' > ~/typed.txt\n"},
-        ])
-        wait_until(lambda: _read(clean_desktop, "~/typed.txt") == "Grüße, 世界 ✓ <ok>".encode(),
-                   message="xterm to write the typed text")
+        client.actions(
+            [
+                {"kind": "click", "x": 100, "y": 100},
+                {"kind": "type", "text": "printf '%s' 'Grüße, 世界 ✓ <ok>' > ~/typed.txt\n"},
+            ]
+        )
+        wait_until(
+            lambda: _read(clean_desktop, "~/typed.txt") == "Grüße, 世界 ✓ <ok>".encode(),
+            message="xterm to write the typed text",
+        )
         after = client.screenshot(format="raw", cursor=False).to_array()
         assert (before != after).any()
 
@@ -95,29 +105,39 @@ class TestTypedInput:
         client = clean_desktop.client
         client.upload("~/Documents/note.txt", b"")
         client.launch(["mousepad", "~/Documents/note.txt"])
-        wait_until(lambda: "note.txt" in client.execute(["wmctrl", "-l"]).output, timeout=30,
-                   message="the mousepad window")
+        wait_until(
+            lambda: "note.txt" in client.execute(["wmctrl", "-l"]).output,
+            timeout=30,
+            message="the mousepad window",
+        )
         client.activate_window("note.txt")
         text = "Hello, wörld — ñandú ✓ 你好\nsecond line\twith tab"
-        client.actions([
-            {"kind": "click", "x": SMALL_SCREEN[0] // 2, "y": SMALL_SCREEN[1] // 2},
-            {"kind": "type", "text": text},
-            {"kind": "hotkey", "keys": ["ctrl", "s"]},
-        ])
-        wait_until(lambda: _read(clean_desktop, "~/Documents/note.txt") == text.encode(),
-                   timeout=20, message="mousepad to save exactly the typed text")
+        client.actions(
+            [
+                {"kind": "click", "x": SMALL_SCREEN[0] // 2, "y": SMALL_SCREEN[1] // 2},
+                {"kind": "type", "text": text},
+                {"kind": "hotkey", "keys": ["ctrl", "s"]},
+            ]
+        )
+        wait_until(
+            lambda: _read(clean_desktop, "~/Documents/note.txt") == text.encode(),
+            timeout=20,
+            message="mousepad to save exactly the typed text",
+        )
 
     def test_hotkeys_and_presses(self, clean_desktop: LocalDesktop) -> None:
         _xterm(clean_desktop, "keys-term")
-        clean_desktop.client.actions([
-            {"kind": "type", "text": "echo abc"},
-            {"kind": "press", "key": "backspace", "presses": 2},
-            {"kind": "key_down", "key": "shift"},
-            {"kind": "type", "text": "z"},
-            {"kind": "key_up", "key": "shift"},
-            {"kind": "type", "text": " > ~/keys.txt"},
-            {"kind": "press", "key": "enter"},
-        ])
+        clean_desktop.client.actions(
+            [
+                {"kind": "type", "text": "echo abc"},
+                {"kind": "press", "key": "backspace", "presses": 2},
+                {"kind": "key_down", "key": "shift"},
+                {"kind": "type", "text": "z"},
+                {"kind": "key_up", "key": "shift"},
+                {"kind": "type", "text": " > ~/keys.txt"},
+                {"kind": "press", "key": "enter"},
+            ]
+        )
         wait_until(lambda: _read(clean_desktop, "~/keys.txt") == b"aZ\n", message="keys.txt")
 
     def test_pointer_actions_move_the_pointer(self, desktop: LocalDesktop) -> None:
@@ -133,8 +153,12 @@ class TestTypedInput:
         client = desktop.client
         client.actions([{"kind": "move", "x": 5, "y": 5}])
         bad = [{"kind": "move", "x": 50, "y": 50}, {"kind": "hotkey", "keys": ["ctrl", "nokey"]}]
-        response = requests.post(f"{desktop.endpoint}/actions", json={"actions": bad},
-                                 headers={"Authorization": f"Bearer {desktop.token}"}, timeout=10)
+        response = requests.post(
+            f"{desktop.endpoint}/actions",
+            json={"actions": bad},
+            headers={"Authorization": f"Bearer {desktop.token}"},
+            timeout=10,
+        )
         assert response.status_code == 400
         assert "actions[1]" in response.json()["message"]
         assert client.cursor_position() == (5, 5)
@@ -150,8 +174,10 @@ class TestPyautoguiThroughExecute:
         _xterm(clean_desktop, "pyautogui-term")
         code = "pyautogui.write('echo viapyautogui > ~/pg.txt'); pyautogui.press('enter')"
         assert clean_desktop.client.execute_python(code).returncode == 0
-        wait_until(lambda: _read(clean_desktop, "~/pg.txt") == b"viapyautogui\n",
-                   message="pyautogui's typing")
+        wait_until(
+            lambda: _read(clean_desktop, "~/pg.txt") == b"viapyautogui\n",
+            message="pyautogui's typing",
+        )
 
 
 class TestRobustness:
@@ -165,43 +191,61 @@ class TestRobustness:
                 chunks.append(chunk)
         return b"".join(chunks)
 
-    @pytest.mark.parametrize(("method", "path", "kwargs", "status"), [
-        ("POST", "/execute", {"data": b"{not json", "headers": {"Content-Type": "application/json"}}, 400),
-        ("POST", "/execute", {"json": [1, 2]}, 400),
-        ("POST", "/execute", {"json": {"command": 42}}, 400),
-        ("POST", "/execute", {"json": {"command": "echo 'unbalanced"}}, 400),
-        ("POST", "/file", {"data": {}}, 400),
-        ("POST", "/file", {"data": {"file_path": "/no/such/file"}}, 404),
-        ("POST", "/setup/upload", {"data": b"--x\r\nbroken", "headers": {"Content-Type": "multipart/form-data"}}, 400),
-        ("POST", "/setup/upload", {"data": {"file_path": "/tmp/x"}}, 400),
-        ("POST", "/list_directory", {"json": {"path": "/no/such/dir"}}, 400),
-        ("POST", "/window_size", {"data": {}}, 400),
-        ("POST", "/setup/activate_window", {"json": {}}, 400),
-        ("POST", "/setup/open_file", {"json": {"path": "/no/such/file.txt"}}, 404),
-        ("POST", "/run_python", {"json": {}}, 400),
-        ("POST", "/run_bash_script", {"json": {"script": "true", "timeout": "soon"}}, 400),
-        ("POST", "/actions", {"json": {"actions": "click"}}, 400),
-        ("GET", "/screenshot?format=gif", {}, 400),
-        ("GET", "/screenshot?quality=abc", {}, 400),
-        ("GET", "/execute", {}, 405),
-        ("DELETE", "/file", {}, 405),
-        ("GET", "/no/such/endpoint", {}, 404),
-        ("POST", "/end_recording", {}, 400),
-    ])
-    def test_malformed_requests_get_json_4xx(self, desktop: LocalDesktop, method: str, path: str,
-                                            kwargs: dict, status: int) -> None:
+    @pytest.mark.parametrize(
+        ("method", "path", "kwargs", "status"),
+        [
+            (
+                "POST",
+                "/execute",
+                {"data": b"{not json", "headers": {"Content-Type": "application/json"}},
+                400,
+            ),
+            ("POST", "/execute", {"json": [1, 2]}, 400),
+            ("POST", "/execute", {"json": {"command": 42}}, 400),
+            ("POST", "/execute", {"json": {"command": "echo 'unbalanced"}}, 400),
+            ("POST", "/file", {"data": {}}, 400),
+            ("POST", "/file", {"data": {"file_path": "/no/such/file"}}, 404),
+            (
+                "POST",
+                "/setup/upload",
+                {"data": b"--x\r\nbroken", "headers": {"Content-Type": "multipart/form-data"}},
+                400,
+            ),
+            ("POST", "/setup/upload", {"data": {"file_path": "/tmp/x"}}, 400),
+            ("POST", "/list_directory", {"json": {"path": "/no/such/dir"}}, 400),
+            ("POST", "/window_size", {"data": {}}, 400),
+            ("POST", "/setup/activate_window", {"json": {}}, 400),
+            ("POST", "/setup/open_file", {"json": {"path": "/no/such/file.txt"}}, 404),
+            ("POST", "/run_python", {"json": {}}, 400),
+            ("POST", "/run_bash_script", {"json": {"script": "true", "timeout": "soon"}}, 400),
+            ("POST", "/actions", {"json": {"actions": "click"}}, 400),
+            ("GET", "/screenshot?format=gif", {}, 400),
+            ("GET", "/screenshot?quality=abc", {}, 400),
+            ("GET", "/execute", {}, 405),
+            ("DELETE", "/file", {}, 405),
+            ("GET", "/no/such/endpoint", {}, 404),
+            ("POST", "/end_recording", {}, 400),
+        ],
+    )
+    def test_malformed_requests_get_json_4xx(
+        self, desktop: LocalDesktop, method: str, path: str, kwargs: dict, status: int
+    ) -> None:
         headers = {"Authorization": f"Bearer {desktop.token}", **kwargs.pop("headers", {})}
-        response = requests.request(method, desktop.endpoint + path, headers=headers, timeout=30,
-                                    **kwargs)
+        response = requests.request(
+            method, desktop.endpoint + path, headers=headers, timeout=30, **kwargs
+        )
         assert response.status_code == status, response.text
         assert response.headers["Content-Type"] == "application/json"
         assert response.json()["status"] == "error"
         assert desktop.client.screen_size() == SMALL_SCREEN
 
     def test_garbage_on_the_socket_does_not_stop_the_server(self, desktop: LocalDesktop) -> None:
-        for payload in (b"\x00\x01\x02 garbage\r\n\r\n", b"GET\r\n\r\n",
-                        b"POST /execute HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
-                        b"POST /execute HTTP/1.1\r\nContent-Length: 100\r\n\r\n{\"short\""):
+        for payload in (
+            b"\x00\x01\x02 garbage\r\n\r\n",
+            b"GET\r\n\r\n",
+            b"POST /execute HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
+            b'POST /execute HTTP/1.1\r\nContent-Length: 100\r\n\r\n{"short"',
+        ):
             reply = self._raw(desktop, payload)
             # Lines that are not HTTP/1.x get an HTTP/0.9-style answer: the JSON body alone.
             assert reply.startswith(b"HTTP/1.") or json.loads(reply)["status"] == "error"
@@ -209,15 +253,23 @@ class TestRobustness:
 
     def test_body_over_the_limit_is_refused(self, desktop: LocalDesktop) -> None:
         headers = {"Authorization": f"Bearer {desktop.token}"}
-        response = requests.post(f"{desktop.endpoint}/execute", data=b"x" * (17 * 1024 * 1024),
-                                 headers=headers, timeout=60)
+        response = requests.post(
+            f"{desktop.endpoint}/execute",
+            data=b"x" * (17 * 1024 * 1024),
+            headers=headers,
+            timeout=60,
+        )
         assert response.status_code == 413
         assert desktop.client.screen_size() == SMALL_SCREEN
 
     def test_wrong_or_missing_token_is_refused(self, desktop: LocalDesktop) -> None:
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": desktop.token}):
-            response = requests.post(f"{desktop.endpoint}/execute", json={"command": ["true"]},
-                                     headers=headers, timeout=10)
+            response = requests.post(
+                f"{desktop.endpoint}/execute",
+                json={"command": ["true"]},
+                headers=headers,
+                timeout=10,
+            )
             assert response.status_code == 401
             assert response.json()["status"] == "error"
         with pytest.raises(GuestAuthError):

@@ -1,4 +1,4 @@
-"""OSWorld-shaped requests against our guest: host code written for OSWorld's server works unchanged.
+"""OSWorld-shaped requests against our guest: host code written for OSWorld's server works.
 
 Each request below is built the way OSWorld's host controllers build it (JSON via
 ``data=json.dumps(...)`` with a JSON content type, forms via ``data={...}``, uploads as multipart
@@ -60,8 +60,12 @@ def test_execute_list_and_string_commands(url: str, path: str) -> None:
 
 
 def test_execute_with_verification(url: str) -> None:
-    payload = {"command": ["true"], "verification": {"command_success": "test -d ~/Desktop"},
-               "max_wait_time": 5, "check_interval": 0.2}
+    payload = {
+        "command": ["true"],
+        "verification": {"command_success": "test -d ~/Desktop"},
+        "max_wait_time": 5,
+        "check_interval": 0.2,
+    }
     body = post_json(url, "/execute_with_verification", payload).json()
     assert body["verification"] == "passed" and body["returncode"] == 0 and "wait_time" in body
     payload["verification"] = {"command_success": "false"}
@@ -70,24 +74,40 @@ def test_execute_with_verification(url: str) -> None:
     assert failed.status_code == 500 and failed.json()["verification"] == "failed"
 
 
-def test_launch_answers_plain_text_and_starts_the_program(url: str, osworld_desktop: LocalDesktop) -> None:
-    response = post_json(url, "/setup/launch", {"command": ["xterm", "-title", "compat-term"], "shell": False})
+def test_launch_answers_plain_text_and_starts_the_program(
+    url: str, osworld_desktop: LocalDesktop
+) -> None:
+    response = post_json(
+        url, "/setup/launch", {"command": ["xterm", "-title", "compat-term"], "shell": False}
+    )
     assert response.status_code == 200
     assert response.text == "xterm -title compat-term launched successfully"
     wait_until(lambda: "compat-term" in osworld_desktop.client.execute(["wmctrl", "-l"]).output)
 
 
 def test_window_routes(url: str, osworld_desktop: LocalDesktop) -> None:
-    post_json(url, "/setup/launch", {"command": "xterm -title win-term -geometry 80x24+0+0", "shell": True})
+    post_json(
+        url,
+        "/setup/launch",
+        {"command": "xterm -title win-term -geometry 80x24+0+0", "shell": True},
+    )
     wait_until(lambda: "win-term" in osworld_desktop.client.execute(["wmctrl", "-l"]).output)
     size = requests.post(url + "/window_size", data={"app_class_name": "XTerm"}, timeout=10)
     assert size.status_code == 200 and set(size.json()) == {"width", "height"}
     assert size.json()["width"] > 100
-    activated = post_json(url, "/setup/activate_window", {"window_name": "win-term", "strict": False, "by_class": False})
+    activated = post_json(
+        url,
+        "/setup/activate_window",
+        {"window_name": "win-term", "strict": False, "by_class": False},
+    )
     assert (activated.status_code, activated.text) == (200, "Window activated successfully")
-    by_class = post_json(url, "/setup/activate_window", {"window_name": "xterm", "strict": False, "by_class": True})
+    by_class = post_json(
+        url, "/setup/activate_window", {"window_name": "xterm", "strict": False, "by_class": True}
+    )
     assert by_class.status_code == 200
-    closed = post_json(url, "/setup/close_window", {"window_name": "win-term", "strict": True, "by_class": False})
+    closed = post_json(
+        url, "/setup/close_window", {"window_name": "win-term", "strict": True, "by_class": False}
+    )
     assert closed.status_code == 200
     wait_until(lambda: "win-term" not in osworld_desktop.client.execute(["wmctrl", "-l"]).output)
 
@@ -101,18 +121,33 @@ def test_upload_file_and_list_directory(url: str) -> None:
         timeout=30,
     )
     assert (response.status_code, response.text) == (200, f"File Uploaded: {len(content)} bytes")
-    fetched = requests.post(url + "/file", data={"file_path": "~/Documents/sub/data.bin"}, timeout=30)
+    fetched = requests.post(
+        url + "/file", data={"file_path": "~/Documents/sub/data.bin"}, timeout=30
+    )
     assert fetched.status_code == 200 and fetched.content == content
-    assert requests.post(url + "/file", data={"file_path": "$HOME/Documents/sub/data.bin"}, timeout=30).content == content
+    assert (
+        requests.post(
+            url + "/file", data={"file_path": "$HOME/Documents/sub/data.bin"}, timeout=30
+        ).content
+        == content
+    )
     missing = requests.post(url + "/file", data={"file_path": "~/nope.bin"}, timeout=10)
     assert missing.status_code == 404 and missing.json()["error"] == "File not found"
     tree = post_json(url, "/list_directory", {"path": "~/Documents"}).json()["directory_tree"]
-    assert tree == {"type": "directory", "name": "Documents", "children": [
-        {"type": "directory", "name": "sub", "children": [{"type": "file", "name": "data.bin"}]}]}
+    assert tree == {
+        "type": "directory",
+        "name": "Documents",
+        "children": [
+            {"type": "directory", "name": "sub", "children": [{"type": "file", "name": "data.bin"}]}
+        ],
+    }
 
 
 def test_simple_queries(url: str) -> None:
-    assert requests.post(url + "/screen_size", timeout=10).json() == {"width": SMALL_SCREEN[0], "height": SMALL_SCREEN[1]}
+    assert requests.post(url + "/screen_size", timeout=10).json() == {
+        "width": SMALL_SCREEN[0],
+        "height": SMALL_SCREEN[1],
+    }
     assert requests.get(url + "/platform", timeout=10).text == "Linux"
     position = requests.get(url + "/cursor_position", timeout=10).json()
     assert isinstance(position, list) and len(position) == 2
@@ -125,8 +160,12 @@ def test_simple_queries(url: str) -> None:
 def test_wallpaper_round_trip(url: str, osworld_desktop: LocalDesktop) -> None:
     buffer = io.BytesIO()
     Image.new("RGB", (64, 36), (200, 30, 40)).save(buffer, "PNG")
-    requests.post(url + "/setup/upload", data={"file_path": "~/Pictures/wall.png"},
-                  files={"file_data": ("wall.png", buffer.getvalue())}, timeout=10)
+    requests.post(
+        url + "/setup/upload",
+        data={"file_path": "~/Pictures/wall.png"},
+        files={"file_data": ("wall.png", buffer.getvalue())},
+        timeout=10,
+    )
     changed = post_json(url, "/setup/change_wallpaper", {"path": "~/Pictures/wall.png"})
     assert changed.status_code == 200
     assert requests.post(url + "/wallpaper", timeout=10).content == buffer.getvalue()
@@ -136,8 +175,12 @@ def test_wallpaper_round_trip(url: str, osworld_desktop: LocalDesktop) -> None:
 
 
 def test_open_file_waits_for_its_window(url: str, osworld_desktop: LocalDesktop) -> None:
-    requests.post(url + "/setup/upload", data={"file_path": "~/Desktop/opened.txt"},
-                  files={"file_data": ("opened.txt", b"hello")}, timeout=10)
+    requests.post(
+        url + "/setup/upload",
+        data={"file_path": "~/Desktop/opened.txt"},
+        files={"file_data": ("opened.txt", b"hello")},
+        timeout=10,
+    )
     response = post_json(url, "/setup/open_file", {"path": "~/Desktop/opened.txt"}, timeout=120)
     assert response.status_code == 200, response.text
     titles = osworld_desktop.client.execute(["wmctrl", "-l"]).output
@@ -145,8 +188,12 @@ def test_open_file_waits_for_its_window(url: str, osworld_desktop: LocalDesktop)
 
 
 def test_open_file_wait_is_bounded(url: str) -> None:
-    requests.post(url + "/setup/upload", data={"file_path": "~/blob.unknownext"},
-                  files={"file_data": ("b", b"\x00" * 10)}, timeout=10)
+    requests.post(
+        url + "/setup/upload",
+        data={"file_path": "~/blob.unknownext"},
+        files={"file_data": ("b", b"\x00" * 10)},
+        timeout=10,
+    )
     start = time.monotonic()
     response = post_json(url, "/setup/open_file", {"path": "~/blob.unknownext", "timeout": 1.5})
     assert response.status_code == 500 and "within" in response.json()["message"]
@@ -154,7 +201,9 @@ def test_open_file_wait_is_bounded(url: str) -> None:
 
 
 def test_run_python(url: str) -> None:
-    body = post_json(url, "/run_python", {"code": "import sys; print('out'); print('err', file=sys.stderr)"}).json()
+    body = post_json(
+        url, "/run_python", {"code": "import sys; print('out'); print('err', file=sys.stderr)"}
+    ).json()
     assert body["status"] == "success" and body["return_code"] == 0
     assert body["output"] == "out\n" and body["error"] == "err\n" and body["need_more"] is False
     failing = post_json(url, "/run_python", {"code": "raise SystemExit(3)"}).json()
@@ -163,7 +212,9 @@ def test_run_python(url: str) -> None:
 
 def test_run_bash_script_runs_once_and_answers_200(url: str, osworld_desktop: LocalDesktop) -> None:
     script = "echo run >> ~/runs.log\necho to-stderr >&2\npwd"
-    response = post_json(url, "/run_bash_script", {"script": script, "timeout": 30, "working_dir": "~/Documents"})
+    response = post_json(
+        url, "/run_bash_script", {"script": script, "timeout": 30, "working_dir": "~/Documents"}
+    )
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "success" and body["returncode"] == 0 and body["error"] == ""
@@ -212,9 +263,14 @@ def test_download_file_from_inside_the_desktop(url: str, osworld_desktop: LocalD
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        payload = {"url": f"http://127.0.0.1:{server.server_address[1]}/f", "path": "~/Downloads/f.txt"}
+        payload = {
+            "url": f"http://127.0.0.1:{server.server_address[1]}/f",
+            "path": "~/Downloads/f.txt",
+        }
         response = post_json(url, "/setup/download_file", payload)
-        assert response.status_code == 200 and response.text.startswith("File downloaded successfully")
+        assert response.status_code == 200 and response.text.startswith(
+            "File downloaded successfully"
+        )
         assert osworld_desktop.client.download("~/Downloads/f.txt") == b"served over loopback"
     finally:
         server.shutdown()

@@ -58,7 +58,8 @@ def test_reset_closes_apps_restores_home_and_keeps_the_endpoint(tmp_path) -> Non
         assert client.download("~/Documents/seed.txt") == b"seed"
         # Only the template and the XDG folders (the new session may add dot-folders).
         assert client.execute(["ls", str(desktop.home)]).output.split() == sorted(
-            ["Desktop", "Documents", "Downloads", "Music", "Pictures", "Videos"])
+            ["Desktop", "Documents", "Downloads", "Music", "Pictures", "Videos"]
+        )
         assert desktop.resets == 1
 
 
@@ -104,15 +105,19 @@ def test_four_desktops_have_no_cross_talk() -> None:
     try:
         assert len({d.display for d in desktops}) == 4
         assert len({d.endpoint for d in desktops}) == 4
-        for index, desktop in enumerate(desktops):
+        for desktop in desktops:
             desktop.client.actions([{"kind": "move", "x": 100, "y": 100}])
         before = [_screen(d) for d in desktops]
         target = desktops[2]
-        target.client.launch(["xterm", "-title", "only-here", "-bg", "white", "-geometry", "60x20+0+0"])
+        target.client.launch(
+            ["xterm", "-title", "only-here", "-bg", "white", "-geometry", "60x20+0+0"]
+        )
         wait_until(lambda: "only-here" in target.client.execute(["wmctrl", "-l"]).output)
         target.client.actions([{"kind": "move", "x": 900, "y": 600}])
         target.client.upload("~/mine.txt", b"2")
-        wait_until(lambda: (_screen(target) != before[2]).any(), message="the target screen to change")
+        wait_until(
+            lambda: (_screen(target) != before[2]).any(), message="the target screen to change"
+        )
         for index, desktop in enumerate(desktops):
             if desktop is target:
                 continue
@@ -152,13 +157,17 @@ def test_killed_parent_leaves_no_process_behind(tmp_path) -> None:
     finally:
         parent.kill()
         parent.wait()
-    wait_until(lambda: processes.find_marked(marker) == [], timeout=20,
-               message="the reaper to stop the orphaned desktop")
+    wait_until(
+        lambda: processes.find_marked(marker) == [],
+        timeout=20,
+        message="the reaper to stop the orphaned desktop",
+    )
 
 
 def test_failed_launch_reports_why_and_cleans_up() -> None:
-    provider = LocalProvider(LocalProviderConfig(screen_size=SMALL_SCREEN, boot_timeout=10,
-                                                 window_manager=("false",)))
+    provider = LocalProvider(
+        LocalProviderConfig(screen_size=SMALL_SCREEN, boot_timeout=10, window_manager=("false",))
+    )
     with pytest.raises(ProviderError) as info:
         provider.launch()
     assert "wm" in str(info.value)

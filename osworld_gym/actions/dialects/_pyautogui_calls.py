@@ -174,7 +174,9 @@ def _hotkey(args: dict[str, Any], screen: ScreenSize) -> list[Action]:
 
 def _key(cls: type[KeyDown] | type[KeyUp]) -> Callable[..., list[Action]]:
     def build(args: dict[str, Any], screen: ScreenSize) -> list[Action]:
-        (key,) = _keys_of(args.get("key"))
+        key = args.get("key")
+        if not isinstance(key, str):
+            raise ActionError(f"expected one key name, got {key!r}")
         return [cls(key=key)]
 
     return build

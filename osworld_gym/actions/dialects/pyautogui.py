@@ -55,6 +55,8 @@ def extract_code(text: str, strict: bool) -> list[tuple[str, int]]:
         if strict and text[last : match.start()].strip():
             raise ParseFailure("unexpected text outside the code block", last)
         last = match.end()
+        if strict and not match.group(0).endswith("```"):
+            raise ParseFailure("unterminated code fence", match.start())
         if match.group(1).lower() in _CODE_TAGS:
             blocks.append((match.group(2), match.start(2)))
     if not blocks and last == 0:
@@ -142,7 +144,11 @@ class _Program:
         ):
             raise self.fail("*args and **kwargs are not allowed", node)
         positional = [self.literal(a, 0) for a in node.args]
-        keywords = {k.arg: self.literal(k.value, 0) for k in node.keywords if k.arg}
+        keywords: dict[str, Any] = {}
+        for keyword in node.keywords:
+            if keyword.arg in keywords:
+                raise self.fail(f"argument {keyword.arg!r} given twice", keyword)
+            keywords[str(keyword.arg)] = self.literal(keyword.value, 0)
         try:
             return build_actions(spec, positional, keywords, self.screen)
         except ActionError as e:

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Runs the test suite against the installed package (set up by scripts/install.sh).
+# Extra arguments go to pytest, e.g. `bash scripts/run_tests.sh -m slow`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# The `pytest` script (not `python -m pytest`) keeps the source tree off sys.path, so the tests
+# import the installed package with its data files.
+exec pytest "$@"
