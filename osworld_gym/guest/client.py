@@ -341,6 +341,44 @@ class GuestClient:
             data.get("output", ""), data.get("error", ""), data.get("returncode", -1), data
         )
 
+    def execute_with_verification(
+        self,
+        command: list[str] | str,
+        *,
+        window_exists: str | None = None,
+        command_success: str | None = None,
+        max_wait_time: float = 10.0,
+        check_interval: float = 0.5,
+        shell: bool = False,
+    ) -> CommandResult:
+        """Run a command, then wait (bounded) until a window exists or a check succeeds.
+
+        Raises:
+            GuestHTTPError: status 500 with ``verification == "failed"`` when the wait ran out.
+        """
+        verification = {
+            k: v
+            for k, v in (("window_exists", window_exists), ("command_success", command_success))
+            if v
+        }
+        body = {
+            "command": command,
+            "shell": shell,
+            "verification": verification,
+            "max_wait_time": max_wait_time,
+            "check_interval": check_interval,
+        }
+        data = self._json(
+            "POST",
+            "/execute_with_verification",
+            idempotent=False,
+            timeout=self.config.long_timeout + max_wait_time,
+            json=body,
+        )
+        return CommandResult(
+            data.get("output", ""), data.get("error", ""), data.get("returncode", -1), data
+        )
+
     def execute_python(self, code: str) -> CommandResult:
         """Run Python the way OSWorld's controller does (``python -c`` with pyautogui imported)."""
         return self.execute(["python", "-c", protocol.PYAUTOGUI_PREFIX + code])

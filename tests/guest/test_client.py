@@ -95,6 +95,17 @@ class TestOfficialGuestFallback:
         settled = client.screenshot(settle=True, settle_timeout=3)
         assert settled.settled is True
 
+    def test_execute_with_verification_waits_for_a_window(self, official: LocalDesktop) -> None:
+        client = official.client
+        launch = "xterm -title verified >/dev/null 2>&1 &"
+        result = client.execute_with_verification(
+            launch, shell=True, window_exists="verified", max_wait_time=20, check_interval=0.1
+        )
+        assert result.returncode == 0 and result.raw["verification"] == "passed"
+        with pytest.raises(GuestHTTPError) as info:
+            client.execute_with_verification(["true"], window_exists="never", max_wait_time=0.3)
+        assert info.value.status == 500 and info.value.body["verification"] == "failed"
+
     def test_extension_endpoints_are_absent(self, official: LocalDesktop) -> None:
         with pytest.raises(GuestHTTPError) as info:
             official.client._json("POST", "/actions", idempotent=False, json={"actions": []})

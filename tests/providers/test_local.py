@@ -164,6 +164,23 @@ def test_killed_parent_leaves_no_process_behind(tmp_path) -> None:
     )
 
 
+def test_interpreter_exit_without_close_leaves_no_process() -> None:
+    script = textwrap.dedent("""
+        import json
+        from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
+        desktop = LocalProvider(LocalProviderConfig(screen_size=(640, 480))).launch()
+        desktop.client.launch(["xterm"])
+        print(json.dumps({"marker": desktop.marker, "root": str(desktop.root)}), flush=True)
+    """)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout)
+    assert processes.wait_gone(processes.find_marked(info["marker"]), 10) == []
+    assert not os.path.exists(info["root"])
+
+
 def test_failed_launch_reports_why_and_cleans_up() -> None:
     provider = LocalProvider(
         LocalProviderConfig(screen_size=SMALL_SCREEN, boot_timeout=10, window_manager=("false",))
