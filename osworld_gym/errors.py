@@ -90,6 +90,17 @@ class UnsupportedByGuestError(GuestError):
     """The guest server lacks an endpoint or capability (e.g. an official OSWorld image)."""
 
 
+# --- tasks ----------------------------------------------------------------------------------
+
+
+class TaskSetupError(OSWorldGymError):
+    """A task's setup (or postconfig) step failed or needs something this host lacks."""
+
+
+class EvaluatorError(OSWorldGymError):
+    """A task's evaluator could not run (unknown metric or getter, a getter failed)."""
+
+
 # --- actions --------------------------------------------------------------------------------
 
 

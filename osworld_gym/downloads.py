@@ -1,0 +1,109 @@
+"""Host-side file cache for task assets (``download`` setup steps and ``cloud_file`` getters).
+
+OSWorld downloads every asset on the host and uploads it into the desktop, caching it as
+``<cache>/<task_id>/<uuid5(NAMESPACE_URL, url)>_<basename(path)>``. This cache uses the same
+names, so a pre-filled OSWorld cache folder works as it is; it also looks in a shared folder for
+files any task may use, and fails offline with an error naming the URL and the paths it tried.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+from osworld_gym.errors import OSWorldGymError
+
+logger = logging.getLogger(__name__)
+
+
+class AssetUnavailableError(OSWorldGymError):
+    """An asset is neither cached nor reachable; the message names the URL and cache paths."""
+
+
+def cache_name(url: str, path: str) -> str:
+    """OSWorld's cache file name for an asset: ``<uuid5(url)>_<basename(path)>``.
+
+    Example:
+        >>> cache_name("https://example.org/a.xlsx", "/home/user/a.xlsx")
+        '27f7583a-3ca3-5277-8a7b-65906c588507_a.xlsx'
+    """
+    return f"{uuid.uuid5(uuid.NAMESPACE_URL, url)}_{os.path.basename(path)}"
+
+
+@dataclass(frozen=True)
+class AssetCache:
+    """Where task assets are cached on the host, and whether the network may be used.
+
+    Attributes:
+        root: Cache folder; per-task files go in ``root/<task_id>/``, shared ones in ``root``.
+        offline: Never download; a missing file is an :class:`AssetUnavailableError`.
+        timeout: Seconds per download attempt.
+        tries: Download attempts before giving up.
+    """
+
+    root: Path
+    offline: bool = False
+    timeout: float = 300.0
+    tries: int = 3
+
+    @classmethod
+    def default(cls, offline: bool = False) -> AssetCache:
+        """The cache under ``$XDG_CACHE_HOME/osworld-gym`` (``~/.cache/osworld-gym``)."""
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+        return cls(Path(base) / "osworld-gym" / "assets", offline=offline)
+
+    def candidates(self, task_id: str, name: str) -> list[Path]:
+        """Paths where a cached asset may already be, most specific first."""
+        return [self.root / task_id / name, self.root / name]
+
+    def fetch(self, url: str, task_id: str, name: str) -> Path:
+        """Return a local path for ``url``, downloading into the task's folder if needed.
+
+        Raises:
+            AssetUnavailableError: not cached, and offline or the download failed.
+        """
+        tried = self.candidates(task_id, name)
+        for path in tried:
+            if path.is_file():
+                return path
+        if url.startswith("file://"):
+            local = Path(url.removeprefix("file://"))
+            if local.is_file():
+                return local
+            raise AssetUnavailableError(f"asset {url} does not exist")
+        if self.offline:
+            raise AssetUnavailableError(
+                f"asset {url} is not cached (looked in {', '.join(map(str, tried))}) and "
+                "downloads are off (offline mode)"
+            )
+        return self._download(url, tried[0])
+
+    def _download(self, url: str, target: Path) -> Path:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        last: Exception | None = None
+        for attempt in range(1, self.tries + 1):
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".part-")
+            try:
+                with requests.get(url, stream=True, timeout=self.timeout) as response:
+                    response.raise_for_status()
+                    with os.fdopen(fd, "wb") as f:
+                        shutil.copyfileobj(response.raw, f)
+                os.replace(tmp, target)
+                logger.info("downloaded %s -> %s", url, target)
+                return target
+            except (requests.RequestException, OSError) as e:
+                last = e
+                logger.warning("download %d/%d of %s failed: %s", attempt, self.tries, url, e)
+            finally:
+                Path(tmp).unlink(missing_ok=True)
+        raise AssetUnavailableError(
+            f"asset {url} is not cached (looked in {target}) and could not be downloaded "
+            f"after {self.tries} tries: {last}"
+        ) from last

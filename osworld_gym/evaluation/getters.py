@@ -1,0 +1,193 @@
+"""Evaluator getters: read the state a metric scores, under OSWorld's getter names.
+
+A getter turns a task's getter config (``{"type": "vm_file", "path": ..., "dest": ...}``) into
+the value a metric receives: usually a host path of a file fetched from the desktop or the asset
+cache, or command output. Getters reach the desktop only through the guest client.
+Semantics follow OSWorld's (``specs/osworld.md`` §5.3, §5.6): a file that does not exist gives
+``None`` (the metric then scores 0), ``multi`` configs take parallel lists and ``gives`` picks
+which of the fetched files to return.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from osworld_gym.downloads import AssetCache
+from osworld_gym.errors import EvaluatorError, GuestHTTPError
+from osworld_gym.guest.client import GuestClient
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EvalContext:
+    """What getters read from: the desktop's client and the task's cache folder."""
+
+    client: GuestClient
+    task_id: str
+    cache: AssetCache
+
+    @property
+    def task_cache(self) -> Path:
+        """``<cache>/<task_id>/``, created on first use."""
+        path = self.cache.root / self.task_id
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+Getter = Callable[[EvalContext, Mapping[str, Any]], Any]
+
+
+def _multi(config: Mapping[str, Any], fetch: Callable[[str, str], Any]) -> Any:
+    """OSWorld's ``multi``/``gives`` convention over parallel ``path``/``dest`` lists."""
+    if not config.get("multi"):
+        return fetch(config["path"], config["dest"])
+    paths, dests = list(config["path"]), list(config["dest"])
+    if len(paths) != len(dests):
+        raise EvaluatorError(f"getter {config.get('type')}: path and dest lists differ in length")
+    fetched = [fetch(p, d) for p, d in zip(paths, dests, strict=True)]
+    gives = config.get("gives", [0])
+    return fetched[gives[0]] if len(gives) == 1 else [fetched[i] for i in gives]
+
+
+def get_vm_file(ctx: EvalContext, config: Mapping[str, Any]) -> Any:
+    """A file from the desktop, saved to the task cache; ``None`` when it does not exist."""
+
+    def fetch(path: str, dest: str) -> str | None:
+        try:
+            data = ctx.client.download(path)
+        except GuestHTTPError as e:
+            if e.status == 404:
+                logger.info("vm_file %s does not exist", path)
+                return None
+            raise
+        target = ctx.task_cache / dest
+        target.write_bytes(data)
+        return str(target)
+
+    return _multi(config, fetch)
+
+
+def get_cloud_file(ctx: EvalContext, config: Mapping[str, Any]) -> Any:
+    """A reference file by URL through the asset cache (offline: from a pre-filled cache)."""
+
+    def fetch(url: str, dest: str) -> str:
+        return str(ctx.cache.fetch(url, ctx.task_id, dest))
+
+    return _multi(config, fetch)
+
+
+def get_rule(ctx: EvalContext, config: Mapping[str, Any]) -> Any:
+    """The ``rules`` of the config, verbatim (the metric's expected value)."""
+    return config["rules"]
+
+
+def get_vm_command_line(ctx: EvalContext, config: Mapping[str, Any]) -> str:
+    """Standard output of a command run in the desktop."""
+    result = ctx.client.execute(config["command"], shell=bool(config.get("shell", False)))
+    return result.output
+
+
+def get_vm_command_error(ctx: EvalContext, config: Mapping[str, Any]) -> str:
+    """Standard error of a command run in the desktop."""
+    result = ctx.client.execute(config["command"], shell=bool(config.get("shell", False)))
+    return result.error
+
+
+def get_cache_file(ctx: EvalContext, config: Mapping[str, Any]) -> str:
+    """A file a setup step wrote into the task cache (e.g. an ``execute`` step's stdout)."""
+    path = ctx.task_cache / config["path"]
+    if not path.is_file():
+        raise FileNotFoundError(path)
+    return str(path)
+
+
+def get_list_directory(ctx: EvalContext, config: Mapping[str, Any]) -> Any:
+    """The recursive directory tree of a folder in the desktop."""
+    return ctx.client.list_directory(config["path"])
+
+
+def get_vm_screen_size(ctx: EvalContext, config: Mapping[str, Any]) -> dict[str, int]:
+    """``{"width": w, "height": h}`` of the desktop."""
+    width, height = ctx.client.screen_size()
+    return {"width": width, "height": height}
+
+
+def get_vm_window_size(ctx: EvalContext, config: Mapping[str, Any]) -> dict[str, int] | None:
+    """Size of the first window of ``app_class_name``; ``None`` when there is none."""
+    try:
+        width, height = ctx.client.window_size(config["app_class_name"])
+    except GuestHTTPError as e:
+        if e.status == 404:
+            return None
+        raise
+    return {"width": width, "height": height}
+
+
+def get_vm_wallpaper(ctx: EvalContext, config: Mapping[str, Any]) -> str | None:
+    """The current wallpaper image, saved to the task cache."""
+    try:
+        data = ctx.client.wallpaper()
+    except GuestHTTPError as e:
+        if e.status == 404:
+            return None
+        raise
+    target = ctx.task_cache / config.get("dest", "wallpaper.png")
+    target.write_bytes(data)
+    return str(target)
+
+
+def get_vm_terminal_output(ctx: EvalContext, config: Mapping[str, Any]) -> str | None:
+    """Text of the focused terminal (``None`` when no terminal is focused)."""
+    return ctx.client.terminal_output()
+
+
+def get_accessibility_tree(ctx: EvalContext, config: Mapping[str, Any]) -> str:
+    """OSWorld's XML accessibility tree of the desktop."""
+    return ctx.client.accessibility_tree()
+
+
+def get_content_from_vm_file(ctx: EvalContext, config: Mapping[str, Any]) -> Any:
+    """Text of a file in the desktop (``file_type`` other than text is not supported yet)."""
+    file_type = config.get("file_type", "txt")
+    if file_type not in ("txt", "text"):
+        raise EvaluatorError(f"content_from_vm_file: file_type {file_type!r} is not supported")
+    return ctx.client.download(config["path"]).decode("utf-8", errors="replace")
+
+
+GETTERS: dict[str, Getter] = {
+    "vm_file": get_vm_file,
+    "cloud_file": get_cloud_file,
+    "rule": get_rule,
+    "vm_command_line": get_vm_command_line,
+    "vm_command_error": get_vm_command_error,
+    "cache_file": get_cache_file,
+    "list_directory": get_list_directory,
+    "vm_screen_size": get_vm_screen_size,
+    "vm_window_size": get_vm_window_size,
+    "vm_wallpaper": get_vm_wallpaper,
+    "vm_terminal_output": get_vm_terminal_output,
+    "accessibility_tree": get_accessibility_tree,
+    "content_from_vm_file": get_content_from_vm_file,
+}
+
+
+def get_getter(name: str) -> Getter:
+    """Look a getter up by its OSWorld ``type``.
+
+    Raises:
+        EvaluatorError: unknown getter; the message suggests close names.
+    """
+    try:
+        return GETTERS[name]
+    except KeyError:
+        close = difflib.get_close_matches(name, GETTERS, n=3)
+        hint = f"; did you mean {close}?" if close else ""
+        raise EvaluatorError(
+            f"unknown getter type {name!r}{hint} (available: {sorted(GETTERS)})"
+        ) from None
