@@ -8,7 +8,7 @@ set -euo pipefail
 PACKAGES=(
   xvfb openbox xdotool x11-utils x11-xserver-utils wmctrl xterm xdg-utils feh
   fonts-dejavu-core fonts-liberation2 fonts-noto-cjk
-  mousepad
+  mousepad lxterminal
   libreoffice-calc libreoffice-writer libreoffice-impress libreoffice-gtk3
   ffmpeg
   dbus-daemon dbus-bin at-spi2-core python3-gi gir1.2-atspi-2.0 python3-pyatspi

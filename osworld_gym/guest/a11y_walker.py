@@ -26,7 +26,7 @@ import re
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 EXIT_OK = 0
@@ -187,14 +187,6 @@ class Element:
         self.attrs: dict[str, str] = attrs if attrs is not None else {}
         self.text = text
         self.children: list[Element] = []
-
-    def iter(self) -> Iterator[Element]:
-        """Yield this element and all its descendants, depth first."""
-        stack = [self]
-        while stack:
-            element = stack.pop()
-            yield element
-            stack.extend(reversed(element.children))
 
 
 def _write(element: Element, out: list[str], ns_decl: str) -> None:
@@ -358,6 +350,13 @@ class Walker:
         states = self._call(state_set.get_states, default=[]) or []
         return [int(st) for st in states]
 
+    def _applications(self) -> list[Any]:
+        self._slow_failures = 0
+        try:
+            return self._children(self.atspi.get_desktop(0))
+        except _AppStalled:
+            raise RuntimeError("the AT-SPI registry does not answer (calls time out)") from None
+
     # -- tree ----------------------------------------------------------------------------------
 
     def desktop_tree(self) -> Element:
@@ -367,15 +366,12 @@ class Walker:
             The ``desktop-frame`` root element.
         """
         root = Element(ROOT_TAG)
-        desktop = self.atspi.get_desktop(0)
-        for app in self._children(desktop):
+        for index, app in enumerate(self._applications()):
             self._slow_failures = 0
             try:
                 element = self.node(app, 1, calc=False)
             except _AppStalled:
-                name = self._call(self.atspi.Accessible.get_name, app, default="") or "?"
-                sys.stderr.write(f"a11y walker: skipped application {name!r}: it keeps timing out"
-                                 "\n")
+                sys.stderr.write(f"a11y walker: skipped application #{index}: its calls time out\n")
                 continue
             if element is not None:
                 root.children.append(element)
@@ -536,9 +532,8 @@ class Walker:
             The terminal's text (U+FFFC/U+FFFD stripped, trailing whitespace removed), or None.
         """
         atspi = self.atspi
-        desktop = atspi.get_desktop(0)
         found: list[Any] = []
-        for app in self._children(desktop):
+        for app in self._applications():
             self._slow_failures = 0
             try:
                 for window in self._children(app):

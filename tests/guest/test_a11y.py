@@ -712,10 +712,14 @@ def test_calc_sheet_is_walked_over_its_visible_cells(a11y_desktop: A11yDesktop) 
         ["env", "SAL_USE_VCLPLUGIN=gtk3", soffice, f"-env:UserInstallation={profile.as_uri()}",
          "--norestore", "--nologo", "--calc"])
     try:
-        found = subprocess.run(
-            ["xdotool", "search", "--sync", "--onlyvisible", "--name", "LibreOffice Calc"],
-            env=env, timeout=120, check=True, capture_output=True, text=True)
-        window = found.stdout.split()[0]
+        def calc_window() -> str | None:
+            # No --sync: xdotool's search fails on windows that vanish mid-search (splash).
+            found = subprocess.run(
+                ["xdotool", "search", "--onlyvisible", "--name", "LibreOffice Calc"],
+                env=env, timeout=30, capture_output=True, text=True)
+            return found.stdout.split()[0] if found.stdout.split() else None
+
+        window = _wait_for(calc_window, 120, "LibreOffice Calc's window", step=0.5)
         for args in (["windowactivate", "--sync", window], ["key", "ctrl+Home"],
                      ["type", "--delay", "20", "Marker77"], ["key", "Tab"],
                      ["type", "--delay", "20", "42"], ["key", "Return"],

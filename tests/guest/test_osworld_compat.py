@@ -235,13 +235,33 @@ def test_recording_routes(url: str) -> None:
     assert requests.post(url + "/end_recording", timeout=10).status_code == 400
 
 
-def test_accessibility_answers_a_tree_or_a_clear_error(url: str) -> None:
-    response = requests.get(url + "/accessibility", timeout=120)
-    if response.status_code == 200:
-        assert response.json()["AT"].lstrip().startswith("<")
-    else:
-        assert response.status_code == 503
-        assert "accessibility" in response.json()["message"]
+def test_accessibility_tree_of_a_running_app(url: str, osworld_desktop: LocalDesktop) -> None:
+    post_json(url, "/setup/launch", {"command": ["mousepad"], "shell": False})
+    wait_until(lambda: "Mousepad" in osworld_desktop.client.execute(["wmctrl", "-l"]).output)
+
+    def tree() -> str:
+        response = requests.get(url + "/accessibility", timeout=120)
+        assert response.status_code == 200, response.text
+        return response.json()["AT"]
+
+    xml = wait_until(lambda: (t := tree()) and 'name="mousepad"' in t and t, message="mousepad")
+    assert xml.lstrip().startswith("<desktop-frame")
+    assert "https://accessibility.ubuntu.example.org/ns/state" in xml
+
+
+def test_terminal_text_of_a_focused_terminal(url: str, osworld_desktop: LocalDesktop) -> None:
+    client = osworld_desktop.client
+    post_json(url, "/setup/launch", {"command": ["lxterminal", "--title=vte-term"], "shell": False})
+    wait_until(lambda: "vte-term" in client.execute(["wmctrl", "-l"]).output)
+    client.activate_window("vte-term")
+    client.actions([{"kind": "type", "text": "echo marker-$((40+2))\n"}])
+
+    def output() -> str:
+        body = requests.get(url + "/terminal", timeout=30).json()
+        assert body["status"] == "success"
+        return body["output"] or ""
+
+    wait_until(lambda: "marker-42" in output(), message="the terminal text")
 
 
 def test_download_file_from_inside_the_desktop(url: str, osworld_desktop: LocalDesktop) -> None:
