@@ -9,11 +9,15 @@ from typing import Any
 
 from osworld_gym.version import __version__
 
-__all__ = ["__version__", "parse_action"]
+__all__ = ["__version__", "load_tasks", "parse_action"]
 
 
 def __getattr__(name: str) -> Any:
     # Lazy public names keep `import osworld_gym` free of provider and parser imports.
+    if name == "load_tasks":
+        from osworld_gym.tasks import load_tasks
+
+        return load_tasks
     if name == "parse_action":
         from osworld_gym.actions import parse_action
 

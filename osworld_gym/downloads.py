@@ -12,13 +12,13 @@ import logging
 import os
 import shutil
 import tempfile
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import requests
 
 from osworld_gym.errors import OSWorldGymError
+from osworld_gym.tasks.placeholders import download_cache_name
 
 logger = logging.getLogger(__name__)
 
@@ -27,14 +27,7 @@ class AssetUnavailableError(OSWorldGymError):
     """An asset is neither cached nor reachable; the message names the URL and cache paths."""
 
 
-def cache_name(url: str, path: str) -> str:
-    """OSWorld's cache file name for an asset: ``<uuid5(url)>_<basename(path)>``.
-
-    Example:
-        >>> cache_name("https://example.org/a.xlsx", "/home/user/a.xlsx")
-        '27f7583a-3ca3-5277-8a7b-65906c588507_a.xlsx'
-    """
-    return f"{uuid.uuid5(uuid.NAMESPACE_URL, url)}_{os.path.basename(path)}"
+cache_name = download_cache_name  # OSWorld's ``<uuid5(url)>_<basename(path)>``
 
 
 @dataclass(frozen=True)

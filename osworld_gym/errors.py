@@ -7,6 +7,10 @@ raised ``from`` their cause, and their messages say what to do next.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+from pathlib import Path
+
 
 class OSWorldGymError(Exception):
     """Base class of every error osworld-gym raises on purpose."""
@@ -91,6 +95,91 @@ class UnsupportedByGuestError(GuestError):
 
 
 # --- tasks ----------------------------------------------------------------------------------
+
+
+class TaskFormatError(OSWorldGymError, ValueError):
+    """A task file, task dict or index file is malformed.
+
+    The message names where the data came from and which field is wrong, for example
+    ``examples/os/abc.json: evaluator.func: expected a string or a list of strings, got 3``.
+
+    Attributes:
+        origin: Where the data came from: a file path (relative to the loaded folder when there
+            is one) or a label such as ``tasks[3]`` for in-memory data.
+        field: Dotted path of the offending field (``config[2].parameters.command``), or ``""``
+            when the problem concerns the whole document.
+        reason: What is wrong and, where possible, what is expected instead.
+        path: The file on disk, when the data came from one.
+    """
+
+    def __init__(self, origin: str, field: str, reason: str, *, path: Path | None = None) -> None:
+        self.origin = origin
+        self.field = field
+        self.reason = reason
+        self.path = path
+        where = f"{origin}: {field}" if field else origin
+        super().__init__(f"{where}: {reason}")
+
+
+class TaskSourceNotFoundError(OSWorldGymError, FileNotFoundError):
+    """A task source path (folder, index file or task file) does not exist."""
+
+
+class UnknownTaskError(OSWorldGymError, KeyError):
+    """A name (task id, domain, suite) is not among the available ones.
+
+    The message lists the closest matches (``difflib``) and, when there are few, all choices.
+
+    Attributes:
+        name: The name that was asked for.
+        choices: All names that exist.
+        suggestions: The closest matches, best first (possibly empty).
+    """
+
+    kind = "task id"
+
+    def __init__(self, name: str, choices: Iterable[str], *, hint: str = "") -> None:
+        self.name = name
+        self.choices = tuple(choices)
+        self.suggestions = _suggest(name, self.choices)
+        parts = [f"unknown {self.kind} {name!r}"]
+        if self.suggestions:
+            parts.append("did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?")
+        if not self.choices:
+            parts.append(f"there are no {self.kind}s to choose from")
+        elif len(self.choices) <= 12:
+            parts.append("available: " + ", ".join(self.choices))
+        else:
+            parts.append(f"{len(self.choices)} {self.kind}s available")
+        if hint:
+            parts.append(hint)
+        self.message = "; ".join(parts)
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        # KeyError's own __str__ shows the repr of its argument, quotes and escapes included.
+        return self.message
+
+
+class UnknownDomainError(UnknownTaskError):
+    """A domain asked for (``domain=...``) has no tasks in the source."""
+
+    kind = "domain"
+
+
+class UnknownSuiteError(UnknownTaskError):
+    """A bundled suite name does not exist."""
+
+    kind = "suite"
+
+
+def _suggest(name: str, choices: tuple[str, ...]) -> tuple[str, ...]:
+    """Closest matches: ids that start with ``name`` (abbreviated UUIDs), then ``difflib``'s."""
+    prefixed = [c for c in choices if name and c.startswith(name) and c != name][:3]
+    if prefixed:
+        return tuple(prefixed)
+    return tuple(difflib.get_close_matches(name, choices, n=3, cutoff=0.6))
+
 
 
 class TaskSetupError(OSWorldGymError):

@@ -19,6 +19,7 @@ from typing import Any
 from osworld_gym.downloads import AssetCache, AssetUnavailableError, cache_name
 from osworld_gym.errors import GuestError, GuestHTTPError, TaskSetupError
 from osworld_gym.guest.client import GuestClient
+from osworld_gym.tasks.placeholders import placeholder_values, substitute_placeholders
 
 logger = logging.getLogger(__name__)
 
@@ -93,29 +94,11 @@ class SetupReport:
         return sum(s.seconds for s in self.steps)
 
 
-def substitute_placeholders(value: Any, context: SetupContext) -> Any:
-    """Fill OSWorld's ``{CLIENT_PASSWORD}``/``{SCREEN_WIDTH}``-style placeholders in a command.
-
-    Example:
-        >>> ctx = SetupContext(client=None, task_id="t", cache=None, screen_size=(800, 600))
-        >>> substitute_placeholders(["xdotool", "mousemove", "{SCREEN_WIDTH_HALF}"], ctx)
-        ['xdotool', 'mousemove', '400']
-    """
-    width, height = context.screen_size
-    table = {
-        "{CLIENT_PASSWORD}": context.client_password,
-        "{SCREEN_WIDTH}": str(width),
-        "{SCREEN_HEIGHT}": str(height),
-        "{SCREEN_WIDTH_HALF}": str(width // 2),
-        "{SCREEN_HEIGHT_HALF}": str(height // 2),
-    }
-    if isinstance(value, str):
-        for key, replacement in table.items():
-            value = value.replace(key, replacement)
-        return value
-    if isinstance(value, list):
-        return [substitute_placeholders(v, context) for v in value]
-    return value
+def _fill(command: Any, context: SetupContext) -> Any:
+    values = placeholder_values(
+        client_password=context.client_password, screen_size=context.screen_size
+    )
+    return substitute_placeholders(command, values) if command is not None else None
 
 
 def _step_fields(step: Any) -> tuple[str, dict[str, Any]]:
@@ -212,14 +195,14 @@ class SetupInterpreter:
             self.context.client.upload(item["path"], local.read_bytes())
 
     def _launch(self, params: dict[str, Any]) -> None:
-        command = substitute_placeholders(params["command"], self.context)
+        command = _fill(params["command"], self.context)
         self.context.client.launch(command, shell=bool(params.get("shell", False)))
 
     def _open(self, params: dict[str, Any]) -> None:
         self.context.client.open_file(params["path"], timeout=self.context.open_timeout)
 
     def _execute(self, params: dict[str, Any]) -> str | None:
-        command = substitute_placeholders(params["command"], self.context)
+        command = _fill(params["command"], self.context)
         shell = bool(params.get("shell", False))
         until = params.get("until")
         deadline = time.monotonic() + self.context.until_timeout
@@ -246,7 +229,7 @@ class SetupInterpreter:
     def _execute_with_verification(self, params: dict[str, Any]) -> None:
         verification = params.get("verification") or {}
         self.context.client.execute_with_verification(
-            substitute_placeholders(params["command"], self.context),
+            _fill(params["command"], self.context),
             shell=bool(params.get("shell", False)),
             window_exists=verification.get("window_exists"),
             command_success=verification.get("command_success"),
