@@ -181,7 +181,6 @@ def _suggest(name: str, choices: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(difflib.get_close_matches(name, choices, n=3, cutoff=0.6))
 
 
-
 class TaskSetupError(OSWorldGymError):
     """A task's setup (or postconfig) step failed or needs something this host lacks."""
 
@@ -195,6 +194,10 @@ class EvaluatorError(OSWorldGymError):
 
 class ActionError(OSWorldGymError):
     """An action is invalid (bad key name, coordinates, button, ...)."""
+
+
+class UnknownDialectError(ActionError, ValueError):
+    """An action dialect name is not registered; the message lists the available ones."""
 
 
 class ActionParseError(ActionError):

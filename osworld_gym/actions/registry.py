@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from osworld_gym.actions.coords import ScreenSize
 from osworld_gym.actions.dialects import computer13, pyautogui, structured, uitars
 from osworld_gym.actions.result import ParseResult
+from osworld_gym.errors import UnknownDialectError
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +80,9 @@ def get_dialect(name: str) -> ActionParser:
         names = available_dialects()
         close = difflib.get_close_matches(str(name), names, n=2)
         hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
-        raise ValueError(f"unknown action dialect {name!r}{hint} (available: {list(names)})")
+        raise UnknownDialectError(
+            f"unknown action dialect {name!r}{hint} (available: {list(names)})"
+        )
     return parser
 
 

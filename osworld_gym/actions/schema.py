@@ -16,7 +16,8 @@ __all__ = ["action_json_schema", "describe_actions", "tool_schemas"]
 
 
 def _summary(cls: type[Action]) -> str:
-    return (cls.__doc__ or "").strip().splitlines()[0]
+    # Docstrings use reST literals; prompts and tool descriptions read better without them.
+    return (cls.__doc__ or "").strip().splitlines()[0].replace("``", "")
 
 
 def _default(f: Field[Any]) -> Any:
@@ -53,10 +54,10 @@ def describe_actions(kinds: Iterable[str] | None = None) -> str:
     """
     blocks = []
     for cls in _classes(kinds):
-        params = []
-        for f in fields(cls):
-            default = _default(f)
-            params.append(f.name if default is MISSING else f"{f.name}={default!r}")
+        ordered = sorted(fields(cls), key=lambda f: _default(f) is not MISSING)  # required first
+        params = [
+            f.name if _default(f) is MISSING else f"{f.name}={_default(f)!r}" for f in ordered
+        ]
         lines = [f"{cls.kind}({', '.join(params)})  # {_summary(cls)}"]
         lines += [f"    {f.name}: {f.metadata['doc']}" for f in fields(cls)]
         blocks.append("\n".join(lines))

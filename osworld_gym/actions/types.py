@@ -17,9 +17,18 @@ from dataclasses import MISSING, dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal, TypeAlias, get_args
 
+from osworld_gym.actions._checks import (
+    BUTTONS,
+    MAX_SCROLL,
+    check_button,
+    check_coord,
+    check_int,
+    check_optional_text,
+    check_point,
+)
 from osworld_gym.actions.keys import normalize_key, normalize_keys
 from osworld_gym.errors import ActionError
-from osworld_gym.guest.protocol import MAX_COORD, MAX_PRESSES, MAX_TEXT_CHARS
+from osworld_gym.guest.protocol import MAX_PRESSES, MAX_TEXT_CHARS
 
 __all__ = [
     "ACTION_KINDS",
@@ -66,8 +75,7 @@ ActionKind: TypeAlias = Literal[
     "fail",
 ]
 Button: TypeAlias = Literal["left", "middle", "right"]
-BUTTONS: tuple[str, ...] = get_args(Button)
-MAX_SCROLL = 1000  # clicks per axis, the guest protocol's bound
+assert get_args(Button) == BUTTONS, "Button and BUTTONS disagree"
 MAX_WAIT_SECONDS = 600.0
 
 _INT = {"type": "integer"}
@@ -90,41 +98,6 @@ def _y(doc: str = "Screen y in pixels.") -> Any:
 
 def _button() -> Any:
     return _field("Mouse button.", _BUTTON, "left")
-
-
-# --- validation helpers (raise ActionError naming the field) ---------------------------------
-
-
-def _coord(kind: str, name: str, value: object, optional: bool) -> None:
-    if value is None and optional:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ActionError(f"{kind}: {name} must be an integer pixel, got {value!r}")
-    if not -MAX_COORD < value < MAX_COORD:
-        raise ActionError(f"{kind}: {name} out of range: {value}")
-
-
-def _point(action: Action, optional: bool = True) -> None:
-    x, y = action.x, action.y  # type: ignore[attr-defined]
-    _coord(action.kind, "x", x, optional)
-    _coord(action.kind, "y", y, optional)
-    if (x is None) != (y is None):
-        raise ActionError(f"{action.kind}: give both x and y, or neither")
-
-
-def _int_in(kind: str, name: str, value: object, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ActionError(f"{kind}: {name} must be an integer in [{low}, {high}], got {value!r}")
-
-
-def _button_ok(kind: str, value: object) -> None:
-    if value not in BUTTONS:
-        raise ActionError(f"{kind}: button must be one of {BUTTONS}, got {value!r}")
-
-
-def _optional_text(kind: str, name: str, value: object) -> None:
-    if value is not None and not isinstance(value, str):
-        raise ActionError(f"{kind}: {name} must be a string or None, got {type(value).__name__}")
 
 
 # --- declarations ----------------------------------------------------------------------------
@@ -163,9 +136,9 @@ class Click(Action):
     clicks: int = _field("Number of clicks, 1 to 3.", {"type": "integer", "minimum": 1}, 1)
 
     def __post_init__(self) -> None:
-        _point(self)
-        _button_ok(self.kind, self.button)
-        _int_in(self.kind, "clicks", self.clicks, 1, 3)
+        check_point(self.kind, self.x, self.y)
+        check_button(self.kind, self.button)
+        check_int(self.kind, "clicks", self.clicks, 1, 3)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -178,8 +151,8 @@ class DoubleClick(Action):
     button: Button = _button()
 
     def __post_init__(self) -> None:
-        _point(self)
-        _button_ok(self.kind, self.button)
+        check_point(self.kind, self.x, self.y)
+        check_button(self.kind, self.button)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -191,7 +164,7 @@ class RightClick(Action):
     y: int | None = _y()
 
     def __post_init__(self) -> None:
-        _point(self)
+        check_point(self.kind, self.x, self.y)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -203,7 +176,7 @@ class Move(Action):
     y: int = _field("Screen y in pixels.", _INT)
 
     def __post_init__(self) -> None:
-        _point(self, optional=False)
+        check_point(self.kind, self.x, self.y, optional=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -218,10 +191,10 @@ class Drag(Action):
     button: Button = _button()
 
     def __post_init__(self) -> None:
-        _point(self)
-        _coord(self.kind, "to_x", self.to_x, False)
-        _coord(self.kind, "to_y", self.to_y, False)
-        _button_ok(self.kind, self.button)
+        check_point(self.kind, self.x, self.y)
+        check_coord(self.kind, "to_x", self.to_x, False)
+        check_coord(self.kind, "to_y", self.to_y, False)
+        check_button(self.kind, self.button)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -235,9 +208,9 @@ class Scroll(Action):
     dy: int = _field("Vertical wheel clicks, > 0 up, < 0 down.", _INT, 0)
 
     def __post_init__(self) -> None:
-        _point(self)
-        _int_in(self.kind, "dx", self.dx, -MAX_SCROLL, MAX_SCROLL)
-        _int_in(self.kind, "dy", self.dy, -MAX_SCROLL, MAX_SCROLL)
+        check_point(self.kind, self.x, self.y)
+        check_int(self.kind, "dx", self.dx, -MAX_SCROLL, MAX_SCROLL)
+        check_int(self.kind, "dy", self.dy, -MAX_SCROLL, MAX_SCROLL)
         if not (self.dx or self.dy):
             raise ActionError("scroll: dx or dy must be non-zero")
 
@@ -286,7 +259,7 @@ class Press(Action):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "key", normalize_key(self.key))
-        _int_in(self.kind, "presses", self.presses, 1, MAX_PRESSES)
+        check_int(self.kind, "presses", self.presses, 1, MAX_PRESSES)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -321,8 +294,8 @@ class MouseDown(Action):
     button: Button = _button()
 
     def __post_init__(self) -> None:
-        _point(self)
-        _button_ok(self.kind, self.button)
+        check_point(self.kind, self.x, self.y)
+        check_button(self.kind, self.button)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -335,8 +308,8 @@ class MouseUp(Action):
     button: Button = _button()
 
     def __post_init__(self) -> None:
-        _point(self)
-        _button_ok(self.kind, self.button)
+        check_point(self.kind, self.x, self.y)
+        check_button(self.kind, self.button)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -370,7 +343,7 @@ class Done(Action):
     )
 
     def __post_init__(self) -> None:
-        _optional_text(self.kind, "answer", self.answer)
+        check_optional_text(self.kind, "answer", self.answer)
         if self.answer == "":
             object.__setattr__(self, "answer", None)  # an empty answer is no answer
 
@@ -384,7 +357,7 @@ class Fail(Action):
     reason: str | None = _field("Why.", {"type": ["string", "null"]}, None)
 
     def __post_init__(self) -> None:
-        _optional_text(self.kind, "reason", self.reason)
+        check_optional_text(self.kind, "reason", self.reason)
         if self.reason == "":
             object.__setattr__(self, "reason", None)
 

@@ -189,6 +189,7 @@ def validate_actions(actions: object) -> list[dict[str, Any]]:
 
 # --- pyautogui code, for guests that only have /execute -------------------------------------
 
+DRAG_SECONDS = 0.5
 PYAUTOGUI_PREFIX = "import pyautogui; pyautogui.FAILSAFE = False; pyautogui.PAUSE = 0; "
 
 
@@ -214,6 +215,14 @@ def _type_lines(text: str) -> list[str]:
     return lines
 
 
+def _fix_less_than(keys: list[str]) -> list[str]:
+    """Spell ``<`` as shift+comma in a key chord (see :func:`_type_lines`)."""
+    fixed: list[str] = []
+    for key in keys:
+        fixed.extend(("shift", ",") if key == "<" else (key,))
+    return fixed
+
+
 def action_to_pyautogui(action: dict[str, Any]) -> list[str]:
     """Translate one validated wire action into pyautogui statements (no sleeps).
 
@@ -234,7 +243,8 @@ def action_to_pyautogui(action: dict[str, Any]) -> list[str]:
     if kind == "drag":
         start = [_call("moveTo", *point)] if point else []
         end = [repr(action["to_x"]), repr(action["to_y"])]
-        return start + [_call("dragTo", *end, button=action["button"])]
+        # A drag needs motion events in between for toolkits to see it (OSWorld uses 1 s).
+        return start + [_call("dragTo", *end, duration=DRAG_SECONDS, button=action["button"])]
     if kind == "scroll":
         lines = [_call("moveTo", *point)] if point else []
         if action["dy"]:
@@ -245,8 +255,10 @@ def action_to_pyautogui(action: dict[str, Any]) -> list[str]:
     if kind == "type":
         return _type_lines(action["text"])
     if kind == "hotkey":
-        return [_call("hotkey", *(repr(k) for k in action["keys"]))]
+        return [_call("hotkey", *(repr(k) for k in _fix_less_than(action["keys"])))]
     if kind == "press":
+        if action["key"] == "<":
+            return [_call("hotkey", repr("shift"), repr(","))] * action["presses"]
         return [_call("press", repr(action["key"]), presses=action["presses"])]
     if kind in ("key_down", "key_up"):
         return [_call("keyDown" if kind == "key_down" else "keyUp", repr(action["key"]))]

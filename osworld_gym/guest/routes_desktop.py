@@ -213,6 +213,7 @@ def open_file(ctx: GuestContext, request: Request) -> Response:
     body = request.json()
     path = expand_path(body.get("path"))
     timeout = min(float(body.get("timeout", ctx.config.open_file_timeout)), MAX_OPEN_FILE_TIMEOUT)
+    before = {info.window_id for info in ctx.x11.windows()}
     if path.exists():
         opener = shutil.which("xdg-open")
         if opener is None:
@@ -228,7 +229,11 @@ def open_file(ctx: GuestContext, request: Request) -> Response:
     def has_title(info: WindowInfo) -> bool:
         return any(n in info.title.lower() for n in names)
 
-    found = ctx.x11.wait_for_window(has_title, timeout)
+    # A new window showing the file; an existing one counts only at the end (the app may
+    # have focused the window where the file was already open).
+    found = ctx.x11.wait_for_window(lambda i: i.window_id not in before and has_title(i), timeout)
+    if found is None:
+        found = next((i for i in ctx.x11.windows() if has_title(i)), None)
     if found is None:
         raise HTTPError(500, f"no window for {path.name!r} appeared within {timeout:g} seconds")
     ctx.x11.activate(found.window_id)

@@ -24,14 +24,16 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from Xlib.error import ConnectionClosedError, XError
+
 from osworld_gym.errors import DesktopDiedError, GuestError, ProviderError
 from osworld_gym.guest.client import ClientConfig
 from osworld_gym.providers import processes
 from osworld_gym.providers.base import Desktop, Provider, ProviderConfig
+from osworld_gym.providers.home_skeleton import write_default_home
 
 logger = logging.getLogger(__name__)
 
-HOME_FOLDERS = ("Desktop", "Documents", "Downloads", "Music", "Pictures", "Videos")
 _LOG_TAIL_LINES = 15
 _AT_SPI_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 
@@ -43,7 +45,8 @@ class LocalProviderConfig(ProviderConfig):
     Attributes:
         window_manager: Command line of the window manager.
         accessibility: Start a session bus and the AT-SPI launcher so ``/accessibility`` works.
-        home_template: Folder copied into each fresh HOME (default: the usual XDG folders).
+        home_template: Folder copied over each fresh HOME, after the default skeleton (XDG
+            folders, LibreOffice without first-start dialogs, text files in mousepad).
         work_dir: Parent folder of the desktops' private folders (default: the temp folder).
         use_token: Protect each guest with a random token.
         python: Interpreter that runs the guest server (default: this one).
@@ -167,10 +170,21 @@ class LocalDesktop(Desktop):
                 raise DesktopDiedError(name, proc.returncode, self._log_tail(name))
 
     def _reset_impl(self) -> None:
-        xvfb, guest = self._procs.get("xvfb"), self._procs.get("guest")
+        xvfb = self._procs.get("xvfb")
         if xvfb is None or xvfb.poll() is not None:
             self._restart_everything()
             return
+        try:
+            self._light_reset(xvfb)
+        except (OSError, ProviderError, XError, ConnectionClosedError) as e:
+            # Whatever broke the quick path (an X server dying under us, a component that
+            # will not start), a full restart from the X server up is the bounded fallback.
+            logger.warning("quick reset of %r failed (%s); restarting everything", self, e)
+            self._restart_everything()
+
+    def _light_reset(self, xvfb: subprocess.Popen[bytes]) -> None:
+        """Kill apps, restore HOME, restart the session; keep Xvfb and a healthy guest."""
+        guest = self._procs.get("guest")
         keep = [xvfb.pid]
         if guest is not None and guest.poll() is None and self._guest_healthy():
             keep.append(guest.pid)
@@ -259,7 +273,7 @@ class LocalDesktop(Desktop):
                 stdout=log,
                 stderr=log,
                 start_new_session=True,
-                cwd=self.home,
+                cwd=self.root,  # HOME is deleted and recreated on reset
                 **kwargs,  # type: ignore[call-overload]
             )
         except FileNotFoundError as e:
@@ -283,12 +297,10 @@ class LocalDesktop(Desktop):
 
     def _restore_home(self) -> None:
         shutil.rmtree(self.home, ignore_errors=True)
+        self.home.mkdir()
+        write_default_home(self.home)
         if self.config.home_template:
-            shutil.copytree(self.config.home_template, self.home, symlinks=True)
-        else:
-            self.home.mkdir()
-        for folder in HOME_FOLDERS:
-            (self.home / folder).mkdir(exist_ok=True)
+            shutil.copytree(self.config.home_template, self.home, symlinks=True, dirs_exist_ok=True)
 
     def _read_fd_line(self, name: str, fd: int, deadline: float) -> str:
         """Read the line a component writes to our pipe once it is ready (bounded)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -18,8 +19,8 @@ from hypothesis import strategies as st
 from osworld_gym.actions import (
     Action,
     Click,
-    DoubleClick,
     Done,
+    DoubleClick,
     Drag,
     Fail,
     Hotkey,
@@ -31,6 +32,7 @@ from osworld_gym.actions import (
     Press,
     RightClick,
     Scroll,
+    StructuredActionSpace,
     TypeText,
     Wait,
     to_computer13,
@@ -59,8 +61,10 @@ settings.register_profile(
     derandomize=False,
 )
 FUZZ = settings.get_profile(os.environ.get("OSWORLD_GYM_FUZZ_PROFILE", "osworld-actions"))
-#: For properties that need fewer examples (round trips): same profile, a tenth of the count.
-PROPERTY = settings(FUZZ, max_examples=max(200, FUZZ.max_examples // 10))
+#: For properties that need fewer examples (round trips): same profile, 1/20 of the count.
+PROPERTY = settings(FUZZ, max_examples=max(200, FUZZ.max_examples // 20))
+#: For cheap checks of pure functions.
+QUICK = settings(FUZZ, max_examples=max(100, FUZZ.max_examples // 100))
 
 # --- typed actions ---------------------------------------------------------------------------
 
@@ -131,7 +135,8 @@ UITARS_SEEDS = [
     "Action: finished(content='I've done it, it's \"saved\"')",
     "Action: type(content='a \\'b\\' c\\n')",
     "Action: type(content='Action: nested')",
-    "Action: hotkey(key='ctrl c')\n\ntype(content='x')\n\nscroll(start_box='(5,5)', direction='up')",
+    "Action: hotkey(key='ctrl c')\n\ntype(content='x')\n\n"
+    "scroll(start_box='(5,5)', direction='up')",
     "Action: scroll(direction='left')",
     "Action: scroll(start_box='(9,9)', direction='right')",
     "Action: call_user()",
@@ -175,56 +180,70 @@ def _safely(render, actions: list[Action]) -> str | None:
         return None
 
 
-def rendered_texts(dialect: str) -> st.SearchStrategy[str]:
-    """Valid texts made from random actions (kinds the dialect cannot express are filtered)."""
-    renderers = {
-        "uitars": lambda a: to_uitars(a, thought="t"),
-        "pyautogui": lambda a: "\n".join(to_osworld_actions(a)),
-        "computer_13": to_computer13,
-        "structured": lambda a: json.dumps([x.to_dict() for x in a]),
-    }
-    render = renderers[dialect]
-    lists = st.lists(ACTIONS, min_size=1, max_size=3)
-    return lists.map(lambda a: _safely(render, a)).filter(lambda t: t is not None)
+_RENDERERS = {
+    "uitars": lambda a: to_uitars(a, thought="t"),
+    "pyautogui": lambda a: "\n".join(to_osworld_actions(a)),
+    "computer_13": to_computer13,
+    "structured": lambda a: json.dumps([x.to_dict() for x in a]),
+}
 
 
-# Characters that matter to the parsers: quotes, brackets, escapes, separators, markers.
-_SPECIAL = st.sampled_from(
-    list("'\"()[]{}<>,=\\\n\t ;:#`") + ["Action:", "```", "<|box_end|>", "\\n", "pyautogui."]
-)
-_SNIPPETS = st.one_of(_SPECIAL, st.text(max_size=8))
+def rendered_corpus(dialect: str, size: int = 400) -> list[str]:
+    """Valid texts of random actions, rendered in ``dialect`` (a fixed seed: reproducible)."""
+    space = StructuredActionSpace(SCREEN, seed=1234)
+    texts = []
+    for i in range(size):
+        actions = [space.sample() for _ in range(1 + i % 3)]
+        text = _safely(_RENDERERS[dialect], actions)
+        if text is not None:
+            texts.append(text)
+    return texts
 
 
-@st.composite
-def mutated(draw: st.DrawFn, seeds: st.SearchStrategy[str]) -> str:
-    """A valid text with 1-4 random edits: insert, delete, duplicate, replace, truncate."""
-    text = draw(seeds)
-    for _ in range(draw(st.integers(1, 4))):
+# Pieces that matter to the parsers: quotes, brackets, escapes, separators, markers.
+_SPECIAL = [*"'\"()[]{}<>,=\\\n\t ;:#`", "Action:", "```", "<|box_end|>", "\\n", "pyautogui.",
+            "DONE", "click(", "')", "\n\n", "{\"action_type\": ", "\x00", "é", "😀"]  # fmt: skip
+_ALPHABET = "abcxyz019 _-.,'\"()[]{}<>=\\\n\té中😀\x00\u200b"
+
+
+def _mutate(text: str, seed: int) -> str:
+    """1-4 random edits: insert, delete, duplicate, replace, truncate.
+
+    The edits come from a seeded ``random.Random``: one hypothesis draw per example instead of
+    one per edit keeps 10,000 examples per dialect fast.
+    """
+    rnd = random.Random(seed)
+    for _ in range(rnd.randint(1, 4)):
         n = len(text)
-        i = draw(st.integers(0, n))
-        j = draw(st.integers(i, min(n, i + 12)))
-        op = draw(st.integers(0, 4))
+        i = rnd.randint(0, n)
+        j = rnd.randint(i, min(n, i + 12))
+        op = rnd.randrange(5)
         if op == 0:
-            text = text[:i] + draw(_SNIPPETS) + text[i:]
+            piece = (
+                rnd.choice(_SPECIAL)
+                if rnd.random() < 0.6
+                else "".join(rnd.choice(_ALPHABET) for _ in range(rnd.randint(1, 6)))
+            )
+            text = text[:i] + piece + text[i:]
         elif op == 1:
             text = text[:i] + text[j:]
         elif op == 2:
             text = text[:j] + text[i:j] + text[j:]
         elif op == 3:
-            text = text[:i] + draw(_SPECIAL) + text[j:]
+            text = text[:i] + rnd.choice(_SPECIAL) + text[j:]
         else:
             text = text[:i]
     return text
 
 
 def fuzz_inputs(dialect: str, seeds: list[str]) -> st.SearchStrategy[str]:
-    """Arbitrary text, valid texts, and mutations of both kinds of valid text."""
-    valid = st.one_of(st.sampled_from(seeds), rendered_texts(dialect))
+    """Arbitrary text, valid texts, and mutations of valid texts (cheap to draw)."""
+    corpus = seeds + rendered_corpus(dialect)
     return st.one_of(
         st.text(max_size=80),
-        valid,
-        mutated(valid),
-        mutated(st.sampled_from(seeds)),
+        st.sampled_from(corpus),
+        st.builds(_mutate, st.sampled_from(corpus), st.integers(0, 2**32)),
+        st.builds(_mutate, st.sampled_from(seeds), st.integers(0, 2**32)),
     )
 
 

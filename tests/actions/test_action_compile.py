@@ -12,8 +12,8 @@ from osworld_gym.actions import (
     ACTION_TYPES,
     Action,
     Click,
-    DoubleClick,
     Done,
+    DoubleClick,
     Drag,
     Fail,
     Hotkey,
@@ -50,7 +50,7 @@ EVERY_KIND = [
     (Move(x=3, y=4), {"kind": "move", "x": 3, "y": 4}, "pyautogui.moveTo(3, 4)"),
     (Drag(x=1, y=2, to_x=3, to_y=4),
      {"kind": "drag", "x": 1, "y": 2, "to_x": 3, "to_y": 4, "button": "left"},
-     "pyautogui.moveTo(1, 2); pyautogui.dragTo(3, 4, button='left')"),
+     "pyautogui.moveTo(1, 2); pyautogui.dragTo(3, 4, duration=0.5, button='left')"),
     (Scroll(x=5, y=6, dx=2, dy=-3), {"kind": "scroll", "x": 5, "y": 6, "dx": 2, "dy": -3},
      "pyautogui.moveTo(5, 6); pyautogui.scroll(-3); pyautogui.hscroll(2)"),
     (TypeText(text="a<b\n"), {"kind": "type", "text": "a<b\n"},
@@ -93,7 +93,9 @@ def test_round_trip_through_pyautogui(action: Action, wire: dict | None, osworld
 def test_host_side_actions_never_reach_the_guest() -> None:
     actions = [Click(x=1, y=2), Wait(seconds=3), Done(answer="x"), Fail(reason="y")]
     assert to_wire_actions(actions) == [to_wire(Click(x=1, y=2))]
-    assert to_pyautogui_code(actions, prefix=False) == "pyautogui.click(1, 2, clicks=1, button='left')"
+    assert (
+        to_pyautogui_code(actions, prefix=False) == "pyautogui.click(1, 2, clicks=1, button='left')"
+    )
 
 
 def test_pyautogui_code_has_prefix_and_no_sleep() -> None:

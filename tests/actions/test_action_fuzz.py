@@ -99,14 +99,16 @@ def test_fuzz_dialect(dialect: str) -> None:
 # JSON-like values: what a structured agent might hand over without serialising.
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(
-        st.sampled_from(["kind", "x", "y", "text", "keys", "key", "action_type", "parameters"])
-        | st.text(max_size=5),
-        children,
-        max_size=5,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["kind", "x", "y", "text", "keys", "key", "action_type", "parameters"])
+            | st.text(max_size=5),
+            children,
+            max_size=5,
+        )
     ),
-    max_leaves=12,
+    max_leaves=6,
 )
 kinds_dicts = st.fixed_dictionaries(
     {"kind": st.sampled_from([*ACTION_KINDS, "clik", ""])},
@@ -116,7 +118,7 @@ kinds_dicts = st.fixed_dictionaries(
 
 @pytest.mark.parametrize("dialect", ["structured", "computer_13"])
 def test_fuzz_objects(dialect: str) -> None:
-    @settings(FUZZ, max_examples=max(200, FUZZ.max_examples // 5))
+    @settings(FUZZ, max_examples=max(200, FUZZ.max_examples // 20))
     @given(value=st.one_of(json_values, kinds_dicts, st.lists(kinds_dicts, max_size=3)))
     def run(value: Any) -> None:
         check_text(dialect, value)

@@ -8,8 +8,8 @@ import pytest
 
 from osworld_gym.actions import (
     Click,
-    DoubleClick,
     Done,
+    DoubleClick,
     Drag,
     Fail,
     Hotkey,
@@ -47,9 +47,10 @@ C13_FORMS = [
     (_dump("MOVE_TO", x=10, y=20), [Move(x=10, y=20)]),
     (_dump("MOVE_TO", nested=False, x=10.4, y=20.6), [Move(x=10, y=21)]),
     (_dump("CLICK"), [Click()]),
-    (_dump("CLICK", x=5, y=6, button="right", num_clicks=2), [
-        Click(x=5, y=6, button="right", clicks=2)
-    ]),
+    (
+        _dump("CLICK", x=5, y=6, button="right", num_clicks=2),
+        [Click(x=5, y=6, button="right", clicks=2)],
+    ),
     (_dump("CLICK", x=5000, y=-1), [Click(x=1919, y=0)]),
     (_dump("MOUSE_DOWN", button="left"), [MouseDown()]),
     (_dump("MOUSE_UP", button="RIGHT"), [MouseUp(button="right")]),
@@ -73,9 +74,10 @@ C13_FORMS = [
     ('["WAIT"]', [Wait()]),
     ('[{"action_type": "PRESS", "parameters": {"key": "a"}}, "DONE"]', [Press(key="a"), Done()]),
     ('```json\n{"action_type": "PRESS", "parameters": {"key": "a"}}\n```', [Press(key="a")]),
-    ('```json\n{"action_type": "PRESS", "key": "a"}\n```\n```json\n"DONE"\n```', [
-        Press(key="a"), Done()
-    ]),
+    (
+        '```json\n{"action_type": "PRESS", "key": "a"}\n```\n```json\n"DONE"\n```',
+        [Press(key="a"), Done()],
+    ),
     ('```\n[{"action_type": "TYPING", "text": "x"}]\n```', [TypeText(text="x")]),
     ({"action_type": "CLICK", "x": 1, "y": 2}, [Click(x=1, y=2)]),
     ([{"action_type": "WAIT"}, "FAIL"], [Wait(), Fail()]),
@@ -164,9 +166,10 @@ STRUCTURED_FORMS = [
     ([{"kind": "type", "text": "x"}, Done()], [TypeText(text="x"), Done()]),
     ((Wait(), "FAIL"), [Wait(), Fail()]),
     ('{"kind": "press", "key": "enter"}', [Press(key="enter")]),
-    ('[{"kind": "scroll", "dy": -3}, {"kind": "done", "answer": "42"}]', [
-        Scroll(dy=-3), Done(answer="42")
-    ]),
+    (
+        '[{"kind": "scroll", "dy": -3}, {"kind": "done", "answer": "42"}]',
+        [Scroll(dy=-3), Done(answer="42")],
+    ),
     ("DONE", [Done()]),
     ('```json\n{"kind": "wait", "seconds": 2}\n```', [Wait(seconds=2)]),
 ]

@@ -6,8 +6,8 @@ import pytest
 
 from osworld_gym.actions import (
     Click,
-    DoubleClick,
     Done,
+    DoubleClick,
     Drag,
     Fail,
     Hotkey,
@@ -33,9 +33,10 @@ def parse(text: str, **options: object):
 
 FORMS = [
     ("pyautogui.click(100, 200)", [Click(x=100, y=200)]),
-    ("pyautogui.click(x=100, y=200, button='right', clicks=2)", [
-        Click(x=100, y=200, button="right", clicks=2)
-    ]),
+    (
+        "pyautogui.click(x=100, y=200, button='right', clicks=2)",
+        [Click(x=100, y=200, button="right", clicks=2)],
+    ),
     ("pyautogui.click()", [Click()]),
     ("pyautogui.click((100, 200))", [Click(x=100, y=200)]),
     ("pyautogui.click(100.6, 200.4)", [Click(x=101, y=200)]),
@@ -53,23 +54,28 @@ FORMS = [
     ("pyautogui.scroll(5, x=10, y=20)", [Scroll(x=10, y=20, dy=5)]),
     ("pyautogui.vscroll(2)", [Scroll(dy=2)]),
     ("pyautogui.hscroll(-4)", [Scroll(dx=-4)]),
-    ("pyautogui.moveTo(1, 2); pyautogui.scroll(3); pyautogui.hscroll(4)", [
-        Scroll(x=1, y=2, dx=4, dy=3)
-    ]),
+    (
+        "pyautogui.moveTo(1, 2); pyautogui.scroll(3); pyautogui.hscroll(4)",
+        [Scroll(x=1, y=2, dx=4, dy=3)],
+    ),
     ("pyautogui.write('hello')", [TypeText(text="hello")]),
     ("pyautogui.write('hello\\n', interval=0.1)", [TypeText(text="hello\n")]),
     ("pyautogui.typewrite('x')", [TypeText(text="x")]),
     ("pyautogui.typewrite(['a', 'enter'])", [Press(key="a"), Press(key="enter")]),
-    ("pyautogui.write('a'); pyautogui.hotkey('shift', ','); pyautogui.write('b')", [
-        TypeText(text="a<b")
-    ]),
+    (
+        "pyautogui.write('a'); pyautogui.hotkey('shift', ','); pyautogui.write('b')",
+        [TypeText(text="a<b")],
+    ),
     ("pyautogui.press('enter')", [Press(key="enter")]),
     ("pyautogui.press('Tab', presses=3)", [Press(key="tab", presses=3)]),
     ("pyautogui.press(['left', 'left'])", [Press(key="left"), Press(key="left")]),
     ("pyautogui.hotkey('ctrl', 'c')", [Hotkey(keys=("ctrl", "c"))]),
     ("pyautogui.hotkey('ctrl', 'shift', 't', interval=0.1)", [Hotkey(keys=("ctrl", "shift", "t"))]),
     ("pyautogui.hotkey(['ctrl', 'v'])", [Hotkey(keys=("ctrl", "v"))]),
-    ("pyautogui.keyDown('shift'); pyautogui.keyUp('Shift')", [KeyDown(key="shift"), KeyUp(key="shift")]),
+    (
+        "pyautogui.keyDown('shift'); pyautogui.keyUp('Shift')",
+        [KeyDown(key="shift"), KeyUp(key="shift")],
+    ),
     ("pyautogui.mouseDown(button='primary')", [MouseDown()]),
     ("pyautogui.mouseUp(10, 20, button='secondary')", [MouseUp(x=10, y=20, button="right")]),
     ("time.sleep(0.5)", [Wait(seconds=0.5)]),
@@ -84,13 +90,15 @@ FORMS = [
     ("```\nWAIT\n```", [Wait()]),
     # fences, imports, OSWorld's prefix, aliases, docstrings
     ("```python\npyautogui.click(100, 200)\n```", [Click(x=100, y=200)]),
-    ("```py\npyautogui.click(1, 2)\n```\n```python\npyautogui.press('a')\n```", [
-        Click(x=1, y=2), Press(key="a")
-    ]),
+    (
+        "```py\npyautogui.click(1, 2)\n```\n```python\npyautogui.press('a')\n```",
+        [Click(x=1, y=2), Press(key="a")],
+    ),
     ("import pyautogui, time\npyautogui.click(1, 2)", [Click(x=1, y=2)]),
-    ("import pyautogui; pyautogui.FAILSAFE = False; pyautogui.PAUSE = 0; pyautogui.click(1, 2)", [
-        Click(x=1, y=2)
-    ]),
+    (
+        "import pyautogui; pyautogui.FAILSAFE = False; pyautogui.PAUSE = 0; pyautogui.click(1, 2)",
+        [Click(x=1, y=2)],
+    ),
     ("import pyautogui as pg\npg.doubleClick(5, 5)", [DoubleClick(x=5, y=5)]),
     ('"""Observation: a window.\nThought: click."""\npyautogui.click(1, 2)', [Click(x=1, y=2)]),
     ("pass\n# a comment\npyautogui.click(1, 2)", [Click(x=1, y=2)]),
@@ -106,15 +114,17 @@ def test_form(text: str, expected: list) -> None:
 
 
 LENIENT_ONLY = [
-    ("Sure! pyautogui.click(100, 200) and then pyautogui.press('enter').", [
-        Click(x=100, y=200), Press(key="enter")
-    ]),
+    (
+        "Sure! pyautogui.click(100, 200) and then pyautogui.press('enter').",
+        [Click(x=100, y=200), Press(key="enter")],
+    ),
     ("I'm done.\nDONE", [Done()]),
     ("done", [Done()]),
     ("I will click.\n```python\npyautogui.click(1, 2)\n```\nThat should work.", [Click(x=1, y=2)]),
-    ("```python\n    pyautogui.click(1, 2)\n    pyautogui.press('a')\n```", [
-        Click(x=1, y=2), Press(key="a")
-    ]),
+    (
+        "```python\n    pyautogui.click(1, 2)\n    pyautogui.press('a')\n```",
+        [Click(x=1, y=2), Press(key="a")],
+    ),
     ("```python\npyautogui.click(1, 2)", [Click(x=1, y=2)]),  # truncated fence
     ("pyautogui.click(1, 2) pyautogui.click(3, 4)", [Click(x=1, y=2), Click(x=3, y=4)]),
     ("\x00pyautogui.click(1, 2)", [Click(x=1, y=2)]),

@@ -10,8 +10,8 @@ import pytest
 
 from osworld_gym.actions import (
     Click,
-    DoubleClick,
     Done,
+    DoubleClick,
     Drag,
     Fail,
     Hotkey,
@@ -87,27 +87,34 @@ FORMS = [
     ("Action: scroll(start_box='(960,540)', direction='left')", [Scroll(x=954, y=534, dx=-5)]),
     ("Action: scroll(start_box='(960,540)', direction='right')", [Scroll(x=954, y=534, dx=5)]),
     ("Action: scroll(direction='Down')", [Scroll(dy=-5)]),
-    ("Action: scroll(point='<point>960 540</point>', direction='up')", [Scroll(x=954, y=534, dy=5)]),
+    (
+        "Action: scroll(point='<point>960 540</point>', direction='up')",
+        [Scroll(x=954, y=534, dy=5)],
+    ),
     # type: escapes, trailing newline = Enter, content holding Action: and quotes
     ("Action: type(content='hello')", [TypeText(text="hello")]),
     ("Action: type(content='hello\\n')", [TypeText(text="hello\n")]),
     ("Action: type(content='hello\\\\n')", [TypeText(text="hello\n")]),
     ("Action: type(content='line1\\nline2')", [TypeText(text="line1\nline2")]),
     ("Action: type(content='real\nnewline')", [TypeText(text="real\nnewline")]),
-    ("Action: type(content='it\\'s \\\"q\\\"')", [TypeText(text="it's \"q\"")]),
+    ("Action: type(content='it\\'s \\\"q\\\"')", [TypeText(text='it\'s "q"')]),
     ("Action: type(content='it's fine')", [TypeText(text="it's fine")]),
-    ("Action: type(content='Action: click(start_box=\\'(1,2)\\')')", [
-        TypeText(text="Action: click(start_box='(1,2)')")
-    ]),
+    (
+        "Action: type(content='Action: click(start_box=\\'(1,2)\\')')",
+        [TypeText(text="Action: click(start_box='(1,2)')")],
+    ),
     ("Action: type(content='Action: done')", [TypeText(text="Action: done")]),
     ("Action: type(content='print('hi')')", [TypeText(text="print('hi')")]),
     ("Action: type(content='C:\\\\temp')", [TypeText(text="C:\\temp")]),
     ("Action: type(content='caf\\u00e9 中文 😀')", [TypeText(text="café 中文 😀")]),
     ("Action: type(text='alias')", [TypeText(text="alias")]),
-    ('Action: type(content="double \'quoted\'")', [TypeText(text="double 'quoted'")]),
+    ("Action: type(content=\"double 'quoted'\")", [TypeText(text="double 'quoted'")]),
     # finished with quotes and apostrophes
     ("Action: finished()", [Done()]),
-    ("Action: finished(content='I've done it, it's saved')", [Done(answer="I've done it, it's saved")]),
+    (
+        "Action: finished(content='I've done it, it's saved')",
+        [Done(answer="I've done it, it's saved")],
+    ),
     ("Action: finished(content='The answer is \"42\".')", [Done(answer='The answer is "42".')]),
     ("Action: finished(content='It\\'s 3')", [Done(answer="It's 3")]),
     ('Action: finished(content="It\'s 3")', [Done(answer="It's 3")]),
@@ -208,7 +215,9 @@ def test_coordinate_systems(options: dict, box: str, point: tuple[int, int]) -> 
 
 def test_other_screen_size() -> None:
     # 1280x720 resizes to 1288x728
-    (action,) = parse_action("Action: click(start_box='(644,364)')", screen_size=(1280, 720)).actions
+    (action,) = parse_action(
+        "Action: click(start_box='(644,364)')", screen_size=(1280, 720)
+    ).actions
     assert (action.x, action.y) == (640, 360)
 
 
@@ -243,7 +252,10 @@ LENIENT_ONLY = [
     ("Action: wait()\nAction: finished()", [Wait(), Done()]),
     ("Action: click(start_box='(100,200)', extra='ignored')", [Click(x=99, y=198)]),
     ("```\nThought: t\nAction: press(key='tab')\n```", [Press(key="tab")]),
-    ("Action: type(content='hi') then press(key='enter')", [TypeText(text="hi"), Press(key="enter")]),
+    (
+        "Action: type(content='hi') then press(key='enter')",
+        [TypeText(text="hi"), Press(key="enter")],
+    ),
 ]
 
 

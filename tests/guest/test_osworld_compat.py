@@ -158,6 +158,7 @@ def test_simple_queries(url: str) -> None:
 
 
 def test_wallpaper_round_trip(url: str, osworld_desktop: LocalDesktop) -> None:
+    osworld_desktop.reset()  # no windows covering the root window
     buffer = io.BytesIO()
     Image.new("RGB", (64, 36), (200, 30, 40)).save(buffer, "PNG")
     requests.post(

@@ -2,10 +2,14 @@
 
 ``name(key='value', key2="value", (1, 2))`` -- no evaluation, no ``ast``: models write
 unescaped apostrophes (``finished(content='I've done it')``), real newlines inside strings and
-box tokens, all of which a Python parser rejects. A quote closes a string when what follows
-it can end an argument (``,`` then ``key=``, or ``)``); an apostrophe followed by a letter is
-content. When several quotes on one line could close, the last one before the line ends (or
-before the next call) wins, so ``type(content='print('hi')')`` keeps its inner quotes.
+box tokens, all of which a Python parser rejects. Closing a string:
+
+* a quote followed by ``, key=`` or ``, '`` (the next argument), or by ``)`` at the end of a
+  line, of the text or before the next call, closes it;
+* a quote followed by ``,``, ``)``, the end of the text or ``key=`` only *may* close it: a
+  later closing quote on the same line wins unless another call or argument starts in
+  between, so ``type(content='print('hi')')`` keeps its inner quotes;
+* any other quote (``I've``) is content.
 """
 
 from __future__ import annotations

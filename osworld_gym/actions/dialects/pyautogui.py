@@ -8,6 +8,11 @@ must be on the allowlist: calls in :data:`ALLOWED_CALLS` (``pyautogui.click``, `
 other modules, ``exec``, ``open``, names, attribute chains, comprehensions, loops -- rejects the
 whole program, with the line and column of the offending node.
 
+What one typed action compiles to reads back as that action (:mod:`.compile`): a ``moveTo``
+followed by ``dragTo`` or ``scroll`` is one drag or scroll, ``scroll`` + ``hscroll`` one
+scroll, and ``hotkey('shift', ',')`` -- OSWorld's way of typing ``<`` on X11 -- is typed text
+``<``, joined to the text around it. Timing arguments are dropped; ``time.sleep`` is a wait.
+
 In lenient mode, text that is not valid Python as a whole (prose around code) is searched for
 ``pyautogui.<name>(...)`` and ``time.sleep(...)`` calls, each checked the same way. For
 OSWorld's unsafe run-the-code-as-is behaviour, see :mod:`osworld_gym.actions.unsafe`.
@@ -19,6 +24,7 @@ import ast
 import logging
 import re
 import textwrap
+import warnings
 from typing import Any
 
 from osworld_gym.actions.coords import ScreenSize
@@ -175,7 +181,15 @@ class _Program:
 
 def _parse_module(code: str, base: int) -> ast.Module:
     try:
-        return ast.parse(code, mode="exec")
+        # Model text often has invalid escapes ('\,'); Python warns about each (a
+        # SyntaxWarning printed by default from 3.12). They are the model's, not the user's.
+        # catch_warnings swaps the process-wide filter list for the duration of one parse;
+        # a filter another thread installs in that instant could be lost, a price worth
+        # paying over printing model noise or changing the filters for the whole process.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return ast.parse(code, mode="exec")
     except SyntaxError as e:
         line, column = (e.lineno or 1), max((e.offset or 1) - 1, 0)
         lines = code.splitlines(keepends=True)
@@ -198,8 +212,8 @@ def _snippets(text: str) -> list[tuple[str, int]]:
             tries += 1
             candidate = text[match.start() : end + 1]
             try:
-                ast.parse(candidate, mode="eval")
-            except Exception:  # noqa: S112 - not a complete call yet: try the next ')'
+                _parse_module(candidate, 0)
+            except ParseFailure:  # not a complete call yet: try the next ')'
                 continue
             found.append((candidate, match.start()))
             break

@@ -1,0 +1,88 @@
+"""The default HOME of a fresh `local` desktop: XDG folders, maximized windows, quiet first starts.
+
+Without these settings LibreOffice greets every fresh HOME with a "Tip of the Day" dialog that
+covers the document, and text files open in a word processor. The skeleton is written in code
+(not copied from package data) so it stays readable and reviewable here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+XDG_FOLDERS = ("Desktop", "Documents", "Downloads", "Music", "Pictures", "Videos")
+
+_LIBREOFFICE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" \
+xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="ShowTipOfTheDay" \
+oor:op="fuse"><value>false</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="FirstRun" \
+oor:op="fuse"><value>false</value></prop></item>
+<item oor:path="/org.openoffice.Setup/Office"><prop oor:name="ooSetupInstCompleted" \
+oor:op="fuse"><value>true</value></prop></item>
+<item oor:path="/org.openoffice.Setup/Product"><prop oor:name="ooSetupLastVersion" \
+oor:op="fuse"><value>7.4</value></prop></item>
+<item oor:path="/org.openoffice.Office.Recovery/RecoveryInfo"><prop oor:name="Enabled" \
+oor:op="fuse"><value>false</value></prop></item>
+{factories}</oor:items>
+"""
+
+# LibreOffice remembers window geometry per document kind ("X,Y,W,H;STATE;MAXIMIZED RECT;",
+# state 5 = maximized). A fresh profile has none and maps a 24x26 window under openbox.
+_LIBREOFFICE_FACTORIES = (
+    "com.sun.star.sheet.SpreadsheetDocument",
+    "com.sun.star.text.TextDocument",
+    "com.sun.star.presentation.PresentationDocument",
+    "com.sun.star.drawing.DrawingDocument",
+    "com.sun.star.frame.StartModule",
+)
+_FACTORY_ITEM = (
+    '<item oor:path="/org.openoffice.Setup/Office/Factories/'
+    "org.openoffice.Setup:Factory['{name}']\">"
+    '<prop oor:name="ooSetupFactoryWindowAttributes" oor:op="fuse">'
+    "<value>0,0,1024,700;5;0,0,1024,700;</value></prop></item>\n"
+)
+
+# Plain text in the text editor, as on a desktop; office formats keep LibreOffice's defaults.
+_MIMEAPPS = """[Default Applications]
+text/plain=org.xfce.mousepad.desktop
+text/x-python=org.xfce.mousepad.desktop
+text/markdown=org.xfce.mousepad.desktop
+application/x-shellscript=org.xfce.mousepad.desktop
+"""
+
+
+SYSTEM_OPENBOX_RC = Path("/etc/xdg/openbox/rc.xml")
+
+# Normal windows open maximized, as on OSWorld's desktops (LibreOffice otherwise maps a 24x26
+# window under openbox); dialogs keep their own size.
+_OPENBOX_APPLICATIONS = """<applications>
+  <application type="normal"><maximized>true</maximized></application>
+</applications>"""
+
+
+def openbox_rc(system_rc: Path = SYSTEM_OPENBOX_RC) -> str | None:
+    """Debian's openbox configuration with every normal window maximized, or None."""
+    try:
+        text = system_rc.read_text()
+    except OSError:
+        return None
+    start, end = text.find("<applications>"), text.find("</applications>")
+    if start < 0 or end < 0:
+        return None
+    return text[:start] + _OPENBOX_APPLICATIONS + text[end + len("</applications>") :]
+
+
+def write_default_home(home: Path) -> None:
+    """Create the XDG folders and the quiet-first-start settings under ``home``."""
+    rc = openbox_rc()
+    if rc is not None:
+        (home / ".config" / "openbox").mkdir(parents=True, exist_ok=True)
+        (home / ".config" / "openbox" / "rc.xml").write_text(rc)
+    for folder in XDG_FOLDERS:
+        (home / folder).mkdir(parents=True, exist_ok=True)
+    settings = home / ".config" / "libreoffice" / "4" / "user" / "registrymodifications.xcu"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    factories = "".join(_FACTORY_ITEM.format(name=name) for name in _LIBREOFFICE_FACTORIES)
+    settings.write_text(_LIBREOFFICE_SETTINGS.format(factories=factories))
+    (home / ".config" / "mimeapps.list").write_text(_MIMEAPPS)
