@@ -7,13 +7,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from osworld_gym.registration import register_envs
 from osworld_gym.version import __version__
 
-__all__ = ["__version__", "load_tasks", "parse_action"]
+register_envs()
+
+__all__ = ["OSWorldEnv", "__version__", "load_tasks", "parse_action"]
 
 
 def __getattr__(name: str) -> Any:
     # Lazy public names keep `import osworld_gym` free of provider and parser imports.
+    if name == "OSWorldEnv":
+        from osworld_gym.env import OSWorldEnv
+
+        return OSWorldEnv
     if name == "load_tasks":
         from osworld_gym.tasks import load_tasks
 

@@ -27,6 +27,10 @@ class ProviderError(OSWorldGymError):
     """A desktop provider could not launch, reset or stop a desktop."""
 
 
+class TooManyRestartsError(ProviderError):
+    """A desktop could not be brought up within the bounded number of relaunches."""
+
+
 class DesktopDiedError(ProviderError):
     """A process of a running desktop (X server, window manager, guest server) has exited.
 
@@ -187,6 +191,25 @@ class TaskSetupError(OSWorldGymError):
 
 class EvaluatorError(OSWorldGymError):
     """A task's evaluator could not run (unknown metric or getter, a getter failed)."""
+
+
+class UnknownMetricError(EvaluatorError, KeyError):
+    """A task names a metric that is not implemented (the message suggests close names).
+
+    Attributes:
+        name: The unknown name.
+    """
+
+    def __init__(self, name: str, available: list[str]) -> None:
+        self.name = name
+        close = difflib.get_close_matches(name, available, n=3)
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        self.message = f"unknown metric {name!r}{hint} (available: {', '.join(available)})"
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        # KeyError would show the repr of the message; show the message itself.
+        return self.message
 
 
 # --- actions --------------------------------------------------------------------------------

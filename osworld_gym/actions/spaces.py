@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import logging
+import multiprocessing
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector import utils as vector_utils
 
 from osworld_gym.actions import compile as compile_
 from osworld_gym.actions import render
@@ -249,3 +251,28 @@ class TextActionSpace(spaces.Space[str]):
             f"TextActionSpace(max_length={self.max_length}, min_length={self.min_length}, "
             f"dialect={self.dialect!r})"
         )
+
+
+# --- vector support: shared memory for AsyncVectorEnv ------------------------------------------
+# Text goes through shared memory as Unicode code points (int32), 0 as padding, so any string
+# fits (a NUL character would be dropped). Registering is how Gymnasium supports custom spaces.
+
+
+@vector_utils.create_shared_memory.register(TextActionSpace)
+def _create_text_memory(space: TextActionSpace, n: int = 1, ctx: Any = multiprocessing) -> Any:
+    return ctx.Array(np.dtype(np.int32).char, n * space.max_length)
+
+
+@vector_utils.read_from_shared_memory.register(TextActionSpace)
+def _read_text_memory(space: TextActionSpace, shared_memory: Any, n: int = 1) -> tuple[str, ...]:
+    rows = np.frombuffer(shared_memory.get_obj(), dtype=np.int32).reshape(n, space.max_length)
+    return tuple("".join(map(chr, row[row != 0])) for row in rows)
+
+
+@vector_utils.write_to_shared_memory.register(TextActionSpace)
+def _write_text_memory(space: TextActionSpace, index: int, value: str, shared_memory: Any) -> None:
+    size = space.max_length
+    codes = np.zeros(size, dtype=np.int32)
+    codes[: len(value)] = np.fromiter(map(ord, value), dtype=np.int32, count=len(value))
+    destination = np.frombuffer(shared_memory.get_obj(), dtype=np.int32)
+    np.copyto(destination[index * size : (index + 1) * size], codes)

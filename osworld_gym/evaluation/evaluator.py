@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from osworld_gym.errors import EvaluatorError, GuestError
+from osworld_gym.errors import DependencyNotInstalled, EvaluatorError, GuestError
 from osworld_gym.evaluation.getters import GETTERS, EvalContext, Getter
 from osworld_gym.tasks.model import Check, EvaluatorSpec, GetterSpec
 
@@ -134,8 +134,8 @@ class Evaluator:
                 value = metric(result, **options)
         except FileNotFoundError as e:
             return CheckResult(check.func, 0.0, f"file not found: {e}")
-        except GuestError:
-            raise
+        except (GuestError, DependencyNotInstalled):
+            raise  # infrastructure or installation problems are not the agent's score
         except Exception as e:  # noqa: BLE001 - a broken output file scores 0, visibly
             logger.warning("check %s raised %s: %s", check.func, type(e).__name__, e)
             return CheckResult(check.func, 0.0, f"{type(e).__name__}: {e}")

@@ -1,0 +1,344 @@
+"""``OSWorldEnv``: OSWorld desktop tasks as a Gymnasium environment.
+
+The env only orchestrates: the provider launches and resets the desktop, the setup interpreter
+prepares the task, the guest client acts and observes, the evaluator scores. Episode rules
+(step limit, FAIL replacement, parse errors) are the pure functions of :mod:`.episode`.
+
+Failure channels are kept apart: a model output that does not parse is a no-op step reported in
+``info["parse_error"]`` and the next observation's ``last_action_error``; a broken desktop ends
+the episode with ``truncated=True`` and ``info["infra_error"]``, and the next ``reset``
+relaunches it (bounded). ``step`` never raises for infrastructure faults.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from osworld_gym.actions import Action, parse_action, to_wire_actions
+from osworld_gym.actions.spaces import StructuredActionSpace, TextActionSpace
+from osworld_gym.downloads import AssetCache
+from osworld_gym.env_config import DEFAULT_SUITE, EnvConfig, Timings
+from osworld_gym.episode import episode_end, plan_step, terminal_kind
+from osworld_gym.errors import GuestError, OSWorldGymError, ProviderError, TooManyRestartsError
+from osworld_gym.evaluation.evaluator import EvaluationResult, Evaluator
+from osworld_gym.evaluation.getters import EvalContext
+from osworld_gym.providers import Desktop, Provider, ProviderConfig, make_provider
+from osworld_gym.task_setup import SetupContext, SetupInterpreter
+from osworld_gym.tasks import Task, TaskSet, load_tasks
+
+logger = logging.getLogger(__name__)
+
+_INFRA_ERRORS = (GuestError, ProviderError)
+MAX_INSTRUCTION_CHARS = 8192
+
+
+class OSWorldEnv(gym.Env[dict[str, Any], Any]):
+    """One desktop, one OSWorld task per episode.
+
+    Args:
+        provider: ``"local"`` (default), a provider config, or a provider.
+        tasks: A bundled suite name, an OSWorld folder or index JSON, a task file, task dicts,
+            or a loaded :class:`~osworld_gym.tasks.TaskSet`.
+        action_format: ``"uitars"``, ``"pyautogui"``, ``"computer_13"`` or ``"structured"``.
+        max_steps: Step limit; the last allowed step still evaluates.
+        screen_size: (width, height) of the desktop and of observed screenshots.
+        hard: OSWorld-Hard mode: no FAIL replacement at the step limit.
+        config: Every other setting (see :class:`~osworld_gym.env_config.EnvConfig`);
+            the keyword arguments above override its fields.
+        render_mode: ``"rgb_array"`` or None.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
+
+    def __init__(
+        self,
+        provider: str | ProviderConfig | Provider | None = "local",
+        tasks: str | Path | Sequence[Mapping[str, Any]] | TaskSet = DEFAULT_SUITE,
+        action_format: str = "uitars",
+        max_steps: int = 15,
+        screen_size: tuple[int, int] = (1920, 1080),
+        hard: bool = False,
+        config: EnvConfig | None = None,
+        render_mode: str | None = None,
+        **overrides: Any,
+    ) -> None:
+        base = config or EnvConfig()
+        self.config = base.replace(
+            action_format=action_format,
+            max_steps=max_steps,
+            screen_size=tuple(screen_size),
+            hard=hard,
+            **overrides,
+        )
+        self.render_mode = render_mode
+        self.tasks = tasks if isinstance(tasks, TaskSet) else load_tasks(tasks)
+        if not len(self.tasks):
+            raise ValueError(f"no tasks in {tasks!r}")
+        self.provider = make_provider(provider, screen_size=self.config.screen_size)
+        self.evaluator = Evaluator()
+        self.cache = (
+            AssetCache(Path(self.config.cache_dir), offline=self.config.offline)
+            if (self.config.cache_dir)
+            else AssetCache.default(offline=self.config.offline)
+        )
+        width, height = self.config.screen_size
+        self.observation_space = spaces.Dict(
+            {
+                "screenshot": spaces.Box(0, 255, (height, width, 3), np.uint8),
+                "instruction": TextActionSpace(MAX_INSTRUCTION_CHARS),
+                "last_action_error": TextActionSpace(MAX_INSTRUCTION_CHARS),
+            }
+        )
+        self.action_space = (
+            StructuredActionSpace(screen_size=self.config.screen_size)
+            if self.config.action_format == "structured"
+            else TextActionSpace(dialect=None)
+        )
+        self._desktop: Desktop | None = None
+        self._healthy = False
+        self._task: Task | None = None
+        self._step = 0
+        self._episode_over = True
+        self._last_obs: dict[str, Any] | None = None
+        self.restarts = 0
+
+    # --- Gymnasium API -----------------------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Start an episode on ``options["task_id"]`` or a task sampled with the env's RNG."""
+        super().reset(seed=seed)
+        task = self._choose_task(options or {})
+        timings: dict[str, float] = {}
+        warnings = self._prepare_desktop(task, timings)
+        self._task, self._step, self._episode_over = task, 0, False
+        start = time.perf_counter()
+        obs = self._observe(error="")
+        timings["observe"] = time.perf_counter() - start
+        info = self._info(timings=timings, setup_warnings=warnings)
+        return obs, info
+
+    def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """Run one step: parse, apply the step-limit rule, act, observe, and score at the end."""
+        if self._task is None or self._episode_over:
+            raise gym.error.ResetNeeded("call reset() before step() (the episode is over)")
+        self._step += 1
+        timings: dict[str, float] = {}
+        actions, parse_error, model = self._parse(action)
+        plan = plan_step(
+            actions, step=self._step, max_steps=self.config.max_steps, hard=self.config.hard
+        )
+        terminal = terminal_kind(plan.actions)
+        terminated, truncated = episode_end(
+            terminal=terminal,
+            last_step=plan.last_step,
+            parse_error=parse_error is not None,
+            parse_error_ends=self.config.parse_error_ends_episode,
+            fail_replaced=plan.fail_replaced,
+        )
+        info = self._info(
+            timings=timings,
+            parse_error=parse_error,
+            fail_replaced=plan.fail_replaced,
+            actions=[a.kind for a in plan.actions],
+            **model,
+        )
+        try:
+            self._act(plan.actions, timings)
+            obs = self._timed(timings, "observe", self._observe, error=parse_error or "")
+            reward = 0.0
+            if terminated or truncated:
+                result = self._timed(timings, "evaluate", self._evaluate, terminal == "fail")
+                reward = info["score"] = result.score
+                info["evaluation"] = result
+        except _INFRA_ERRORS as e:
+            return self._infra_fault(e, info)
+        self._episode_over = terminated or truncated
+        return obs, reward, terminated, truncated, info
+
+    def render(self) -> np.ndarray | None:
+        """The last observed screenshot (``render_mode="rgb_array"``)."""
+        if self.render_mode != "rgb_array" or self._last_obs is None:
+            return None
+        return self._last_obs["screenshot"].copy()
+
+    def close(self) -> None:
+        """Stop the desktop. Safe to call more than once."""
+        if self._desktop is not None:
+            self._desktop.close()
+            self._desktop = None
+        self._healthy = False
+        super().close()
+
+    # --- reset helpers ---------------------------------------------------------------------
+
+    def _choose_task(self, options: Mapping[str, Any]) -> Task:
+        task_id = options.get("task_id")
+        if task_id is not None:
+            return self.tasks[str(task_id)]
+        return self.tasks.sample(self.np_random)
+
+    def _prepare_desktop(self, task: Task, timings: dict[str, float]) -> list[str]:
+        """Launch or reset the desktop and run the task's setup; relaunch on faults (bounded)."""
+        last_error: Exception | None = None
+        for attempt in range(self.config.restart_attempts + 1):
+            try:
+                self._timed(timings, "desktop", self._fresh_desktop)
+                report = self._timed(timings, "setup", self._interpreter(task).run, task.config)
+                return report.warnings
+            except _INFRA_ERRORS as e:
+                last_error = e
+                logger.warning("reset attempt %d for %s failed: %s", attempt + 1, task.id, e)
+                self._discard_desktop()
+        raise TooManyRestartsError(
+            f"could not prepare a desktop for task {task.id} after "
+            f"{self.config.restart_attempts + 1} attempts: {last_error}"
+        ) from last_error
+
+    def _fresh_desktop(self) -> None:
+        if self._desktop is not None and self._healthy:
+            self._desktop.reset()
+        else:
+            self._discard_desktop()
+            self._desktop = self.provider.launch()
+            self.restarts += 1
+        self._healthy = True
+
+    def _discard_desktop(self) -> None:
+        if self._desktop is not None:
+            try:
+                self._desktop.close()
+            except OSWorldGymError as e:
+                logger.warning("closing a broken desktop failed: %s", e)
+        self._desktop, self._healthy = None, False
+
+    def _interpreter(self, task: Task) -> SetupInterpreter:
+        assert self._desktop is not None
+        return SetupInterpreter(
+            SetupContext(
+                client=self._desktop.client,
+                task_id=task.id,
+                cache=self.cache,
+                task_dir=task.task_dir,
+                screen_size=self.config.screen_size,
+                client_password=self.config.client_password,
+                open_timeout=self.config.open_file_timeout,
+            )
+        )
+
+    # --- step helpers ----------------------------------------------------------------------
+
+    def _parse(self, action: Any) -> tuple[list[Action], str | None, dict[str, Any]]:
+        fmt = self.config.action_format
+        if isinstance(action, Action):
+            action = [action]
+        if fmt == "structured" or not isinstance(action, str):
+            result = parse_action(action, dialect="structured", screen_size=self.config.screen_size)
+        else:
+            result = parse_action(
+                action,
+                dialect=fmt,
+                screen_size=self.config.screen_size,
+                **dict(self.config.dialect_options),
+            )
+        model = {"thought": result.thought} if getattr(result, "thought", None) else {}
+        return list(result.actions), result.error, model
+
+    def _act(self, actions: Sequence[Action], timings: dict[str, float]) -> None:
+        assert self._desktop is not None
+        start = time.perf_counter()
+        wire = to_wire_actions(actions)
+        if wire:
+            self._desktop.client.actions(wire)
+        for action in actions:
+            if action.kind == "wait":
+                seconds = getattr(action, "seconds", None) or self.config.wait_seconds
+                time.sleep(min(float(seconds), self.config.max_wait_seconds))  # agent asked
+        timings["action"] = time.perf_counter() - start
+
+    def _observe(self, error: str) -> dict[str, Any]:
+        assert self._desktop is not None
+        shot = self._desktop.client.screenshot(
+            format="raw",
+            settle=self.config.settle,
+            settle_timeout=self.config.settle_timeout,
+            settle_quiet=self.config.settle_quiet,
+        )
+        frame = _fit(shot.to_array(), self.config.screen_size)
+        obs = {
+            "screenshot": frame,
+            "instruction": self._task.instruction if self._task else "",
+            "last_action_error": error,
+        }
+        self._last_obs = obs
+        return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in obs.items()}
+
+    def _evaluate(self, last_action_fail: bool) -> EvaluationResult:
+        assert self._desktop is not None and self._task is not None
+        task = self._task
+        ctx = EvalContext(client=self._desktop.client, task_id=task.id, cache=self.cache)
+        return self.evaluator.evaluate(
+            task.evaluator,
+            ctx,
+            last_action_fail=last_action_fail,
+            run_postconfig=lambda steps: self._interpreter(task).run(steps, phase="postconfig"),
+        )
+
+    def _infra_fault(self, error: Exception, info: dict[str, Any]) -> tuple[Any, ...]:
+        logger.warning(
+            "infrastructure fault in %s: %s", self._task.id if self._task else "?", error
+        )
+        self._healthy = False
+        self._episode_over = True
+        info["infra_error"] = f"{type(error).__name__}: {error}"
+        obs = self._last_obs or self._blank_obs()
+        obs = dict(obs, last_action_error=info["infra_error"][:MAX_INSTRUCTION_CHARS])
+        return obs, 0.0, False, True, info
+
+    def _blank_obs(self) -> dict[str, Any]:
+        width, height = self.config.screen_size
+        instruction = self._task.instruction if self._task else ""
+        return {
+            "screenshot": np.zeros((height, width, 3), np.uint8),
+            "instruction": instruction,
+            "last_action_error": "",
+        }
+
+    def _info(self, *, timings: dict[str, float], **extra: Any) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "task_id": self._task.id if self._task else None,
+            "step": self._step,
+            "parse_error": None,
+            "infra_error": None,
+            "fail_replaced": False,
+        }
+        info.update(extra)
+        info["timings"] = Timings(timings)  # a live view: phases still being timed show up
+        return info
+
+    @staticmethod
+    def _timed(timings: dict[str, float], phase: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            timings[phase] = timings.get(phase, 0.0) + time.perf_counter() - start
+
+
+def _fit(frame: np.ndarray, screen_size: tuple[int, int]) -> np.ndarray:
+    """Resize a frame to the declared observation size when a desktop's screen differs."""
+    width, height = screen_size
+    if frame.shape[:2] == (height, width):
+        return np.ascontiguousarray(frame, dtype=np.uint8)
+    from PIL import Image
+
+    return np.asarray(Image.fromarray(frame).resize((width, height)), dtype=np.uint8)

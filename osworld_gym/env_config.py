@@ -1,0 +1,108 @@
+"""Settings of :class:`~osworld_gym.env.OSWorldEnv`, one frozen dataclass, documented per field."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_SUITE = "desktop-basics"
+ACTION_FORMATS = ("uitars", "pyautogui", "computer_13", "structured")
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """Everything that shapes an episode besides the provider and the tasks.
+
+    Attributes:
+        action_format: Dialect of the actions ``step`` receives.
+        dialect_options: Extra options of the dialect's parser (e.g. UI-TARS coordinates).
+        max_steps: Step limit (OSWorld's runners and ARPO use 15).
+        hard: OSWorld-Hard: no FAIL replacement on the last allowed step.
+        parse_error_ends_episode: End the episode on unparsable output (ARPO) instead of a
+            no-op step.
+        screen_size: (width, height) in pixels of the desktop and of observations.
+        settle: Observe only once the screen stopped changing (bounded by settle_timeout).
+        settle_timeout: Seconds to wait for the screen to settle at most.
+        settle_quiet: Seconds without change that count as settled.
+        wait_seconds: Seconds a WAIT action without a length waits.
+        max_wait_seconds: Cap on a WAIT action's length.
+        open_file_timeout: Seconds an ``open`` setup step waits for its window.
+        restart_attempts: Relaunches ``reset`` tries after infrastructure faults.
+        cache_dir: Host folder of the task asset cache (default ``~/.cache/osworld-gym``).
+        offline: Never download task assets; they must be in the cache.
+        client_password: The desktop user's password (OSWorld's ``{CLIENT_PASSWORD}``).
+    """
+
+    action_format: str = "uitars"
+    dialect_options: tuple[tuple[str, Any], ...] = ()
+    max_steps: int = 15
+    hard: bool = False
+    parse_error_ends_episode: bool = False
+    screen_size: tuple[int, int] = (1920, 1080)
+    settle: bool = True
+    settle_timeout: float = 3.0
+    settle_quiet: float = 0.2
+    wait_seconds: float = 1.0
+    max_wait_seconds: float = 10.0
+    open_file_timeout: float = 60.0
+    restart_attempts: int = 2
+    cache_dir: str | None = None
+    offline: bool = False
+    client_password: str = "password"
+
+    def __post_init__(self) -> None:
+        if self.action_format not in ACTION_FORMATS:
+            raise ValueError(
+                f"action_format must be one of {ACTION_FORMATS}, got {self.action_format!r}"
+            )
+        if self.max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {self.max_steps}")
+        width, height = self.screen_size
+        if width < 64 or height < 64:
+            raise ValueError(f"screen_size must be at least 64x64, got {self.screen_size}")
+        if isinstance(self.dialect_options, Mapping):
+            object.__setattr__(self, "dialect_options", tuple(sorted(self.dialect_options.items())))
+
+    def replace(self, **changes: Any) -> EnvConfig:
+        """A copy with some fields changed; unknown names raise ``TypeError`` naming them."""
+        known = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise TypeError(f"unknown OSWorldEnv option(s) {unknown}; known: {sorted(known)}")
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Timings(Mapping[str, float]):
+    """Seconds spent per phase of a reset or step (``action``, ``observe``, ``evaluate``, ...).
+
+    A read-only mapping. Two records compare equal when they cover the same phases: they are
+    measurements, not state, so the same transition run twice (as Gymnasium's determinism
+    checks do) gives equal infos. Compare values explicitly when you need to.
+    """
+
+    seconds: Mapping[str, float] = field(default_factory=dict)
+
+    def __getitem__(self, phase: str) -> float:
+        return self.seconds[phase]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.seconds)
+
+    def __len__(self) -> int:
+        return len(self.seconds)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Timings):
+            return NotImplemented
+        return set(self.seconds) == set(other.seconds)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self.seconds))
+
+    @property
+    def total(self) -> float:
+        """Sum of all phases."""
+        return sum(self.seconds.values())

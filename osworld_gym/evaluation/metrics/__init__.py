@@ -1,0 +1,34 @@
+"""Pure metric functions under OSWorld's names, and their registry.
+
+Metrics score files and values on the host; they never touch a desktop. Heavy libraries
+(openpyxl, pandas, python-docx, python-pptx, odfpy, pypdf, rapidfuzz) are imported when a
+metric runs; a missing one raises ``DependencyNotInstalled`` with the install command
+``pip install 'osworld-gym[eval]'``.
+
+Example:
+    >>> from osworld_gym.evaluation.metrics import get_metric
+    >>> get_metric("check_include_exclude")("3 passed", {"include": ["passed"]})
+    1.0
+"""
+
+from __future__ import annotations
+
+from osworld_gym.evaluation.metrics.registry import (
+    INFEASIBLE,
+    METRICS,
+    Metric,
+    UnknownMetricError,
+    get_metric,
+    metric_names,
+    unsupported_options,
+)
+
+__all__ = [
+    "INFEASIBLE",
+    "METRICS",
+    "Metric",
+    "UnknownMetricError",
+    "get_metric",
+    "metric_names",
+    "unsupported_options",
+]

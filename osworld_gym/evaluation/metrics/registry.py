@@ -1,0 +1,178 @@
+"""The metric registry: OSWorld metric name → pure scoring function, built once, read-only.
+
+Evaluators resolve a task's ``func`` names here when the task is loaded (fail fast, with
+suggestions), never by ``getattr`` on a module at evaluation time. A metric is called as
+OSWorld calls it: ``metric(result, expected, **options)``, or ``metric(result, **options)``
+when the task has no ``expected`` getter, and returns a float, usually 0.0 or 1.0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from osworld_gym.errors import UnknownMetricError
+from osworld_gym.evaluation.metrics import (
+    app_config,
+    archives,
+    docs,
+    docs_format,
+    files,
+    general,
+    images,
+    os_state,
+    slides,
+    table,
+    vscode,
+)
+
+Metric = Callable[..., float]
+
+# OSWorld's special name: scored from the action history by the evaluator, not by a metric.
+INFEASIBLE = "infeasible"
+
+_ALL: tuple[Metric, ...] = (
+    # general: values and rules
+    general.check_include_exclude,
+    general.exact_match,
+    general.match_in_list,
+    general.is_in_list,
+    general.literal_match,
+    general.fuzzy_match,
+    general.check_direct_json_object,
+    # general: files
+    files.diff_text_file,
+    files.compare_csv,
+    files.file_contains,
+    files.check_list,
+    files.check_csv,
+    files.check_json,
+    files.check_line_number,
+    files.compare_result_files,
+    files.compare_python_pure_text,
+    files.run_sqlite3,
+    # editor
+    vscode.compare_text_file,
+    vscode.check_json_settings,
+    vscode.check_json_keybindings,
+    vscode.is_extension_installed,
+    vscode.compare_config,
+    # desktop state
+    os_state.check_gnome_favorite_apps,
+    os_state.is_utc_0,
+    os_state.check_moved_jpgs,
+    os_state.is_in_vm_clickboard,
+    # application settings
+    app_config.check_qt_bgcone,
+    app_config.check_qt_max_volume,
+    app_config.check_qt_minimal_view,
+    app_config.check_qt_slider_colours,
+    app_config.check_one_instance_when_started_from_file,
+    app_config.check_play_and_exit,
+    app_config.check_global_key_play_pause,
+    app_config.is_vlc_recordings_folder,
+    app_config.check_config_status,
+    app_config.check_thunderbird_prefs,
+    app_config.check_thunderbird_filter,
+    # spreadsheets
+    table.compare_table,
+    # presentations
+    slides.compare_pptx_files,
+    slides.check_slide_orientation_Portrait,
+    app_config.check_presenter_console_disable,
+    # documents
+    docs.compare_docx_files,
+    docs.compare_docx_files_and_ignore_new_lines,
+    docs.compare_docx_lines,
+    docs_format.compare_docx_tables,
+    docs_format.compare_line_spacing,
+    docs_format.compare_font_names,
+    docs_format.compare_subscript_contains,
+    docs_format.is_first_line_centered,
+    docs_format.contains_page_break,
+    docs_format.has_page_numbers_in_footers,
+    docs_format.compare_docx_images,
+    docs_format.check_italic_font_size_14,
+    docs_format.evaluate_strike_through_last_paragraph,
+    app_config.find_default_font,
+    # images
+    images.compare_images,
+    images.check_image_size,
+    images.check_image_file_size,
+    images.compare_image_list,
+    images.check_structure_sim,
+    # archives and e-books
+    archives.compare_pdfs,
+    archives.compare_archive,
+    archives.compare_zip_files,
+    archives.compare_epub,
+)
+
+
+def _build(metrics: tuple[Metric, ...]) -> Mapping[str, Metric]:
+    """Name each function by its ``__name__`` (OSWorld's name); reject a duplicate name."""
+    table_: dict[str, Metric] = {}
+    for fn in metrics:
+        name = fn.__name__
+        if name in table_ and table_[name] is not fn:
+            raise ValueError(f"two different metrics are registered as {name!r}")
+        table_[name] = fn
+    return MappingProxyType(table_)
+
+
+METRICS: Mapping[str, Metric] = _build(_ALL)
+
+
+def unsupported_options(name: str, options: Mapping[str, Any] | None) -> list[str]:
+    """What of a task's ``options`` an implemented metric cannot honour (empty: all of it).
+
+    For support reports: ``compare_table`` rule types and ``compare_archive`` file types
+    outside what is implemented raise ``ValueError`` at evaluation time.
+
+    Example:
+        >>> unsupported_options("compare_table", {"rules": [{"type": "sparkline"}]})
+        ["compare_table rule type 'sparkline'"]
+    """
+    options = options or {}
+    if name == "compare_table":
+        kinds = [rule.get("type") for rule in options.get("rules", [])]
+        return [f"compare_table rule type {k!r}" for k in kinds if k not in table.SUPPORTED_RULES]
+    if name == "compare_archive":
+        kind = options.get("file_type", "text")
+        if kind not in archives.ARCHIVE_FILE_TYPES:
+            return [f"compare_archive file_type {kind!r}"]
+    return []
+
+
+def metric_names() -> list[str]:
+    """Sorted names of the implemented metrics."""
+    return sorted(METRICS)
+
+
+def get_metric(name: str) -> Metric:
+    """The metric registered under OSWorld's ``name``.
+
+    Args:
+        name: A task's ``evaluator.func`` value (or one element of a list ``func``).
+
+    Returns:
+        The scoring function.
+
+    Raises:
+        UnknownMetricError: Not implemented (``"infeasible"`` included: the evaluator scores
+            infeasible tasks itself). It is a ``KeyError`` and an ``EvaluatorError``.
+
+    Example:
+        >>> get_metric("exact_match")("a", {"expected": "a"})
+        1.0
+        >>> try:
+        ...     get_metric("exact_mach")
+        ... except KeyError as e:
+        ...     print(str(e).split(" (")[0])
+        unknown metric 'exact_mach'; did you mean 'exact_match'?
+    """
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise UnknownMetricError(name, metric_names()) from None

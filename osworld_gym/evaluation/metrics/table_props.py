@@ -1,0 +1,348 @@
+"""Sheet properties that ``compare_table`` rules compare, read from openpyxl worksheets.
+
+Cell styles, charts, pivot tables, row/column dimensions, auto-filters and frozen panes.
+
+Each loader returns a plain, comparable structure; two sheets pass a rule when the structures
+are equal. The property names are OSWorld's (``chart_props``, ``pivot_props``, ``props``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from osworld_gym.evaluation.metrics._deps import require
+from osworld_gym.evaluation.metrics._xlsx import RawXlsxReader
+
+logger = logging.getLogger(__name__)
+
+# OSWorld stops testing a conditional-format range after this many empty cells in a row.
+_MAX_EMPTY_CF_CELLS = 50
+
+
+_FONT_ATTRIBUTES = {
+    "font_name": "name",
+    "font_family": "family",
+    "font_color": "color",
+    "font_bold": "b",
+    "font_italic": "i",
+    "font_underline": "u",
+    "font_size": "sz",
+}
+
+
+def read_cell_style(name: str, cell: Any, diff_style: Any = None) -> Any:
+    """One style property of a cell, or of the differential style a conditional format applies.
+
+    Args:
+        name: ``number_format``, ``font_name``, ``font_family``, ``font_color`` (aRGB such as
+            ``"FFFF0000"``), ``font_bold``, ``font_italic``, ``font_underline``, ``font_size``,
+            ``fill_type``, ``bgcolor`` / ``fgcolor`` (the fill colour), ``hyperlink``, ``merge``.
+        cell: An openpyxl cell (or merged cell).
+        diff_style: A conditional format's ``DifferentialStyle`` that applies to the cell.
+
+    Returns:
+        The value; font properties and the number format are ``None`` for an empty cell.
+
+    Raises:
+        ValueError: Unknown property name.
+    """
+    source = diff_style if diff_style is not None else cell
+    has_value = cell.value is not None
+    try:
+        if name == "number_format":
+            if not has_value or cell.data_type != "n":
+                return None
+            return cell.number_format if diff_style is None else diff_style.numFmt.formatCode
+        if name in _FONT_ATTRIBUTES:
+            if not has_value:
+                return None
+            value = getattr(source.font, _FONT_ATTRIBUTES[name])
+            return value.rgb if name == "font_color" else value
+        if name == "fill_type":
+            return source.fill.tagname
+        if name in ("bgcolor", "fgcolor"):
+            # A conditional format paints with bgColor; a plain cell fill keeps it in fgColor.
+            return diff_style.fill.bgColor.rgb if diff_style is not None else cell.fill.fgColor.rgb
+    except AttributeError:  # no font / fill / colour defined
+        return None
+    if name == "hyperlink":
+        return (cell.hyperlink or "") if has_value else None
+    if name == "merge":
+        return type(cell).__name__ == "MergedCell"
+    raise ValueError(f"unsupported cell style {name!r}")
+
+
+def _literal(formula: str) -> Any:
+    """A conditional format's constant operand: a number or a quoted string.
+
+    Raises:
+        ValueError: The formula is not a constant (it refers to cells or calls functions).
+
+    Example:
+        >>> _literal("100"), _literal('"Pass"')
+        (100.0, 'Pass')
+    """
+    text = formula.strip()
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        return text[1:-1].replace('""', '"')
+    return float(text)
+
+
+def _cell_is(operator: str | None, value: Any, refs: Sequence[Any]) -> bool:
+    """Excel's ``cellIs`` comparison; mismatched types do not satisfy it."""
+    try:
+        if operator == "between":
+            return min(refs) <= value <= max(refs)
+        if operator == "notBetween":
+            return value < min(refs) or value > max(refs)
+        compare = {
+            "lessThan": lambda a, b: a < b,
+            "lessThanOrEqual": lambda a, b: a <= b,
+            "greaterThan": lambda a, b: a > b,
+            "greaterThanOrEqual": lambda a, b: a >= b,
+            "equal": lambda a, b: a == b,
+            "notEqual": lambda a, b: a != b,
+        }[operator or ""]
+        return bool(compare(value, refs[0]))
+    except (TypeError, KeyError, IndexError, ValueError):
+        return False
+
+
+def _conditional_styles(ws: Any, raw: RawXlsxReader, props: Sequence[str]) -> dict[str, list]:
+    """Styles that ``cellIs`` conditional formats with constant operands apply.
+
+    OSWorld evaluates formulas with the ``formulas`` engine; this supports the constant
+    ``cellIs`` rules and skips the others (``expression``, ``top10``, ...) on both sheets alike.
+    """
+    styles: dict[str, list] = {}
+    for fmt in ws.conditional_formatting:
+        for rule in fmt.rules:
+            if rule.type != "cellIs":
+                logger.debug("conditional format type %r is not evaluated", rule.type)
+                continue
+            try:
+                refs = [_literal(f) for f in rule.formula]
+            except ValueError:
+                logger.debug("conditional format formula %r is not a constant", rule.formula)
+                continue
+            empty = 0
+            for cell_range in fmt.cells:
+                for row, col in cell_range.cells:
+                    cell = ws.cell(row=row, column=col)
+                    value = raw.value(ws.title, cell.coordinate)
+                    if value is None:
+                        empty += 1
+                        if empty > _MAX_EMPTY_CF_CELLS:
+                            break
+                        continue
+                    if _cell_is(rule.operator, value, refs):
+                        styles[cell.coordinate] = [
+                            read_cell_style(p, cell, rule.dxf) for p in props
+                        ]
+    return styles
+
+
+def load_styles(ws: Any, raw: RawXlsxReader, props: Sequence[str]) -> dict[str, list]:
+    """Coordinate → the ``props`` of every cell in the used range, conditional formats applied."""
+    styles = {
+        cell.coordinate: [read_cell_style(p, cell) for p in props]
+        for column in ws.iter_cols()
+        for cell in column
+    }
+    styles.update(_conditional_styles(ws, raw, props))
+    return styles
+
+
+def _formula_ref(data: Any) -> str:
+    for kind in ("numRef", "strRef"):
+        ref = getattr(data, kind, None)
+        if ref is not None and getattr(ref, "f", None):
+            return str(ref.f)
+    return ""
+
+
+def _rich_title(title: Any) -> Any:
+    try:
+        return title.tx.rich.p[0].r[0].t
+    except (AttributeError, IndexError, TypeError):
+        return None
+
+
+def _chart_info(chart: Any, props: set[str]) -> dict[str, Any]:
+    info: dict[str, Any] = {}
+    if "title" in props:
+        info["title"] = _rich_title(chart.title)
+    if "legend" in props:
+        info["legend"] = chart.legend.position if chart.legend is not None else None
+    if "anchor" in props:
+        anchor = chart.anchor
+        # OSWorld lists the end row twice (not the start row); kept for identical results.
+        info["anchor"] = [
+            anchor.editAs,
+            anchor._from.col,
+            anchor.to.row,
+            anchor.to.col,
+            anchor.to.row,
+        ]
+    for prop in ("width", "height"):
+        if prop in props:
+            info[prop] = getattr(chart, prop)
+    if "type" in props:
+        info["type"] = chart.tagname
+    if "direction" in props:
+        info["direction"] = getattr(chart, "barDir", None)
+    for axis in ("x", "y", "z"):
+        if f"{axis}title" in props:
+            info[f"{axis}title"] = _rich_title(
+                getattr(getattr(chart, f"{axis}_axis", None), "title", None)
+            )
+    return info
+
+
+def load_charts(ws: Any, chart_props: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Charts keyed by their data source (``"<values ref>,<categories ref>;..."``)."""
+    props = set(chart_props)
+    charts: dict[str, dict[str, Any]] = {}
+    for chart in ws._charts:  # openpyxl keeps the charts it read only here
+        series = ";".join(f"{_formula_ref(s.val)},{_formula_ref(s.cat)}" for s in chart.series)
+        charts[series] = _chart_info(chart, props)
+    return charts
+
+
+def _trim_empty(rows: list[list[Any]]) -> tuple[list[list[Any]], int]:
+    """Drop empty lists at both ends; also return how many were dropped at the start."""
+    start = next((i for i, r in enumerate(rows) if r), len(rows))
+    end = len(rows)
+    while end > start and not rows[end - 1]:
+        end -= 1
+    return rows[start:end], start
+
+
+def pivot_info(pivot: Any, pivot_props: Iterable[str]) -> tuple[str, dict[str, Any]]:
+    """One pivot table as ``(source key, {property: value})`` (OSWorld's ``pivot_props``).
+
+    Field indices are shifted by the number of leading pivot fields without items, so that a
+    pivot over ``B:D`` and one over ``A:D`` with an unused ``A`` compare equal.
+    """
+    coordinate_to_tuple = require("openpyxl.utils").coordinate_to_tuple
+    props = set(pivot_props)
+    raw = [
+        [(item.h, item.x) for item in field.items if item.x is not None]
+        for field in pivot.pivotFields
+    ]
+    selection, left = _trim_empty(raw)
+    right = len(raw) - left - len(selection)
+    source = pivot.cache.cacheSource
+    first, last = source.worksheetSource.ref.split(":")
+    r1, c1 = coordinate_to_tuple(first)
+    r2, c2 = coordinate_to_tuple(last)
+    key = f"{source.type};{(r1, c1 + left)}:{(r2, c2 - right)};{source.worksheetSource.sheet}"
+    info: dict[str, Any] = {}
+    simple = {
+        "name": "name",
+        "show_total": "visualTotals",
+        "show_empty_row": "showEmptyRow",
+        "show_empty_col": "showEmptyCol",
+        "show_headers": "showHeaders",
+        "location": "location",
+    }
+    for prop, attribute in simple.items():
+        if prop in props:
+            info[prop] = getattr(pivot, attribute)
+    if props & {"filter", "selection"}:
+        info["selection"] = selection if "ordered" in props else [set(r) for r in selection]
+    if "filter" in props:
+        info["filter_fields"] = {f.fld for f in pivot.pageFields}
+    for prop, fields in (("col_fields", pivot.colFields), ("row_fields", pivot.rowFields)):
+        if prop in props:
+            indices = [f.x - left for f in fields]
+            if "ignore_special_fields" in props:
+                indices = [i for i in indices if i >= 0]
+            info[prop] = indices
+    if "data_fields" in props:
+        named = "data_fields_name" in props
+        info["data_fields"] = [
+            f"{f.fld - left:d};{f.name if named else ''};{f.subtotal};{f.showDataAs}"
+            for f in pivot.dataFields
+        ]
+    return key, info
+
+
+def load_pivot_tables(ws: Any, pivot_props: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The sheet's pivot tables keyed by data source (see :func:`pivot_info`)."""
+    props = list(pivot_props)
+    return dict(pivot_info(p, props) for p in ws._pivots)  # openpyxl's read pivots
+
+
+def load_dimensions(ws: Any, obj: str, props: Iterable[str]) -> dict[Any, dict[str, Any]]:
+    """Row (``obj="row"``) or column (``"column"``) dimensions as index → {prop: value}.
+
+    Properties are openpyxl's: ``hidden``, ``height``, ``width``, ``collapsed``, ...
+    """
+    dimensions = getattr(ws, f"{obj}_dimensions")
+    wanted = set(props)
+    return {key: {p: getattr(dim, p) for p in wanted} for key, dim in dimensions.items()}
+
+
+def load_filter(ws: Any) -> dict[str, Any]:
+    """The auto-filter: range, per-column filters and the sort state."""
+    auto = ws.auto_filter
+    columns = []
+    for column in auto.filterColumn:
+        entry: dict[str, Any] = {
+            "col_id": column.colId,
+            "hidden_button": column.hiddenButton,
+            "show_button": column.showButton,
+        }
+        if column.filters is not None:
+            entry["filters_blank"] = column.filters.blank
+            entry["filters"] = set(column.filters.filter)
+        if column.customFilters is not None:
+            entry["custom_filters_op"] = column.customFilters._and
+            entry["custom_filters"] = {
+                (f.operator, f.val) for f in column.customFilters.customFilter
+            }
+        columns.append(entry)
+    result: dict[str, Any] = {
+        "ref": auto.ref,
+        "filter_column": sorted(columns, key=lambda d: d["col_id"]),
+    }
+    sort = auto.sortState
+    if sort is not None:
+        result["sort_state"] = {
+            "sort": sort.columnSort,
+            "case": sort.caseSensitive,
+            "method": sort.sortMethod,
+            "ref": sort.ref,
+            "condition": [
+                {
+                    "descending": c.descending,
+                    "key": c.sortBy,
+                    "ref": c.ref,
+                    "custom_list": c.customList,
+                    "dxf_id": c.dxfId,
+                    "icon": c.iconSet,
+                    "iconid": c.iconId,
+                }
+                for c in sort.sortCondition
+            ],
+        }
+    return result
+
+
+def freeze_key(ws: Any) -> tuple[Any, ...]:
+    """A scroll-independent description of frozen panes.
+
+    openpyxl's ``freeze_panes`` is the pane's top-left *visible* cell, which moves when the
+    user scrolls; the frozen row and column counts (``ySplit``/``xSplit``) do not.
+    """
+    pane = ws.sheet_view.pane
+    if pane is None:
+        return ("none",)
+    x = int(pane.xSplit or 0)
+    y = int(pane.ySplit or 0)
+    if (pane.state or "").lower() in ("frozen", "frozensplit"):
+        return ("frozen", x, y)
+    return ("other", x, y, pane.topLeftCell)

@@ -1,0 +1,273 @@
+"""Text-file metrics (general files, vscode, compare_csv) on files written into tmp_path."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from osworld_gym.evaluation.metrics import get_metric
+
+
+@pytest.fixture()
+def write(tmp_path: Path) -> Callable[[str, str | bytes], str]:
+    def _write(name: str, content: str | bytes) -> str:
+        path = tmp_path / name
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+        return str(path)
+
+    return _write
+
+
+@pytest.mark.parametrize(
+    ("result", "expected", "options", "score"),
+    [
+        ("a b\nc\n", "a b\nc\n", {}, 1.0),
+        ("a b\nc\n", "a b\nc", {}, 0.0),  # a trailing newline matters
+        ("a  b\n\tc\n", "a b c", {}, 0.0),
+        ("a  b\n\tc\n", "a b c", {"ignore_blanks": True}, 1.0),
+        ("A B", "a b", {}, 0.0),
+        ("A B", "a b", {"ignore_case": True}, 1.0),
+    ],
+)
+def test_compare_text_file(write, result: str, expected: str, options: dict, score: float) -> None:
+    metric = get_metric("compare_text_file")
+    assert metric(write("r.txt", result), write("e.txt", expected), **options) == score
+
+
+def test_compare_text_file_none(write) -> None:
+    assert get_metric("compare_text_file")(None, write("e.txt", "x")) == 0.0
+
+
+def test_diff_text_file(write) -> None:
+    metric = get_metric("diff_text_file")
+    expected = write("e.js", "a\nb\nc\nd\n")
+    assert metric(write("same.js", "a\nb\nc\nd"), expected) == 1.0
+    assert metric(write("half.js", "a\nb\nx\ny\n"), expected) == 0.5
+    assert metric(write("none.js", "x\n"), expected) == 0.0
+    assert metric(None, expected) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("text", "score"),
+    [("CPU %user %idle", 1.0), ("CPU %user", 0.0), ("", 0.0)],
+)
+def test_file_contains(write, text: str, score: float) -> None:
+    rules = {"expected": ["CPU", "%user", "%idle"]}
+    assert get_metric("file_contains")(write("r.txt", text), rules) == score
+
+
+def test_file_contains_missing(tmp_path: Path) -> None:
+    metric = get_metric("file_contains")
+    assert metric(None, {"expected": ["a"]}) == 0.0
+    assert metric(str(tmp_path / "absent.txt"), {"expected": ["a"]}) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("text", "rules", "score"),
+    [
+        ("", {"unexpect": [".+"]}, 1.0),  # an empty diff
+        ("< changed line\n", {"unexpect": [".+"]}, 0.0),
+        ("nautilus OSWorld\nterm ~/OSWorld\n", {"expect": ["nautilus.*OSWorld", "term"]}, 1.0),
+        ("nautilus OSWorld\n", {"expect": ["nautilus.*OSWorld", "term"]}, 0.0),
+        ("a\nb\n", {"expect": ["a"], "unexpect": ["^b"]}, 0.0),
+    ],
+)
+def test_check_list(write, text: str, rules: dict, score: float) -> None:
+    assert get_metric("check_list")(write("out.txt", text), rules) == score
+    assert get_metric("check_list")(None, rules) == 0.0
+
+
+CSV = "url,user\nimap://a,alice\nimap://b,bob\n"
+
+
+@pytest.mark.parametrize(
+    ("rules", "score"),
+    [
+        ({"expect": [{"user": "alice"}]}, 1.0),
+        ({"expect": [{"user": "alice", "url": "imap://b"}]}, 0.0),
+        ({"unexpect": [{"url": "imap://c"}]}, 1.0),
+        ({"unexpect": [{"user": "bob"}]}, 0.0),
+        ({"expect": [{"missing_column": "x"}]}, 0.0),
+    ],
+)
+def test_check_csv(write, rules: dict, score: float) -> None:
+    assert get_metric("check_csv")(write("accounts.csv", CSV), rules) == score
+    assert get_metric("check_csv")(None, rules) == 0.0
+
+
+MANIFEST = {"name": "happy", "version": "0.0.1", "background": {"scripts": ["bg.js"]}}
+
+
+@pytest.mark.parametrize(
+    ("rules", "score"),
+    [
+        ({"expect": [{"key": ["name"], "method": "eq", "ref": "happy"}]}, 1.0),
+        ({"expect": [{"key": ["background", "scripts"], "method": "eq", "ref": ["bg.js"]}]}, 1.0),
+        ({"expect": [{"key": ["name"], "method": "eq", "ref": "sad"}]}, 0.0),
+        ({"expect": [{"key": ["absent"], "method": "eq", "ref": None}]}, 0.0),
+        ({"expect": [{"key": ["name", "deeper"], "method": "eq", "ref": 1}]}, 0.0),
+        ({"unexpect": [{"key": ["name"], "method": "eq", "ref": "sad"}]}, 1.0),
+        ({"unexpect": [{"key": ["name"], "method": "eq", "ref": "happy"}]}, 0.0),
+        ({"unexpect": [{"key": ["absent"], "method": "ne", "ref": None}]}, 1.0),  # None == None
+        ({"expect": [{"key": ["version"], "method": "re", "ref": r"^0\.0\."}]}, 1.0),
+    ],
+)
+def test_check_json(write, rules: dict, score: float) -> None:
+    assert get_metric("check_json")(write("manifest.json", json.dumps(MANIFEST)), rules) == score
+
+
+def test_check_json_yaml_and_bad_files(write, tmp_path: Path) -> None:
+    pytest.importorskip("yaml")
+    metric = get_metric("check_json")
+    rules = {"expect": [{"key": ["author", "name"], "method": "eq", "ref": "Test Account"}]}
+    good = write("_config.yml", "author:\n  name: Test Account\n")
+    assert metric(good, rules, is_yaml=True) == 1.0
+    assert metric(write("bad.yml", "a: [unclosed\n"), rules, is_yaml=True) == 0.0
+    assert metric(write("empty.yml", ""), rules, is_yaml=True) == 0.0
+    assert metric(write("bad.json", "{not json"), rules) == 0.0
+    assert metric(str(tmp_path / "absent.json"), rules) == 0.0
+    assert metric(None, rules) == 0.0
+
+
+def test_check_line_number(write) -> None:
+    report = "Linux header\n10:00:01 CPU all\n10:00:02 CPU all\nAverage:\n"
+    metric = get_metric("check_line_number")
+    assert metric(write("sar.txt", report), {"expected": "2"}) == 1.0
+    assert metric(write("sar2.txt", report), {"expected": 3}) == 0.0
+    assert metric(None, {"expected": "2"}) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("result", "expected", "score"),
+    [
+        ("42.00001", "42", 1.0),
+        ("The answer is 42", "42", 1.0),
+        ("43", "42", 0.0),
+        ("forty", "42", 0.0),
+        (" text answer \n", "text answer", 1.0),
+        ("other", "text answer", 0.0),
+    ],
+)
+def test_compare_result_files(write, result: str, expected: str, score: float) -> None:
+    metric = get_metric("compare_result_files")
+    assert metric(write("r.txt", result), write("e.txt", expected)) == score
+    assert metric(None, write("e2.txt", expected)) == 0.0
+
+
+def test_compare_python_pure_text(write) -> None:
+    metric = get_metric("compare_python_pure_text")
+    gold = write("gold.py", "def f():\n    return 1\n")
+    tabbed = write("a.py", "#!/usr/bin/env python\n\ndef f():\n\treturn 1   \n\n")
+    assert metric(tabbed, gold) == 1.0
+    assert metric(write("b.py", "```python\ndef f():\n    return 1\n```\n"), gold) == 0.0
+    assert metric(None, gold) == 0.0
+
+
+def test_run_sqlite3(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE t (x INTEGER)")
+        db.executemany("INSERT INTO t VALUES (?)", [(1,), (2,)])
+    metric = get_metric("run_sqlite3")
+    assert metric(str(path), {"sql": "SELECT COUNT(*) = 2 FROM t"}) == 1.0
+    assert metric(str(path), {"sql": "SELECT COUNT(*) = 3 FROM t"}) == 0.0
+    assert metric(None, {"sql": "SELECT 1"}) == 0.0
+    with pytest.raises(sqlite3.OperationalError):  # read-only: a task query cannot write
+        metric(str(path), {"sql": "INSERT INTO t VALUES (3) RETURNING 1"})
+
+
+SETTINGS: dict[str, Any] = {"editor.wordWrapColumn": 50, "files.autoSave": "afterDelay"}
+
+
+@pytest.mark.parametrize(
+    ("content", "expected", "score"),
+    [
+        (json.dumps(SETTINGS), {"editor.wordWrapColumn": 50}, 1.0),
+        (json.dumps(SETTINGS), {"editor.wordWrapColumn": 80}, 0.0),
+        (json.dumps(SETTINGS), {"absent.key": 1}, 0.0),
+        ('{"a": 1, // a comment\n}', {"a": 1}, 0.0),  # JSONC does not parse, as in OSWorld
+        ("[1, 2]", {"a": 1}, 0.0),
+    ],
+)
+def test_check_json_settings(write, content: str, expected: dict, score: float) -> None:
+    metric = get_metric("check_json_settings")
+    assert metric(write("settings.json", content), {"expected": expected}) == score
+    assert metric(None, {"expected": expected}) == 0.0
+
+
+BINDING = {"key": "ctrl+j", "command": "workbench.action.focus", "when": "terminalFocus"}
+
+
+@pytest.mark.parametrize(
+    ("content", "score"),
+    [
+        (json.dumps([BINDING]), 1.0),
+        ("// Place your key bindings in this file\n" + json.dumps([BINDING]), 1.0),
+        (json.dumps([{**BINDING, "key": "ctrl+k"}]), 0.0),
+        (json.dumps(BINDING), 0.0),  # an object, not a list
+        ("garbage", 0.0),
+    ],
+)
+def test_check_json_keybindings(write, content: str, score: float) -> None:
+    metric = get_metric("check_json_keybindings")
+    assert metric(write("keybindings.json", content), {"expected": BINDING}) == score
+    assert metric(None, {"expected": BINDING}) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("content", "expected", "options", "score"),
+    [
+        ("project", "project", {}, 1.0),
+        ("project\n", "project", {}, 0.0),
+        ('{"theme": "Dark", "x": 1}', '{"theme": "Dark"}\n', {}, 0.0),
+        ('{"theme": "Dark", "x": 1}', '{"theme": "Dark"}\n', {"containment_ok": True}, 1.0),
+        ('{"theme": "Light"}', '{"theme": "Dark"}\n', {"containment_ok": True}, 0.0),
+        ("the project folder", "project", {"containment_ok": True}, 1.0),
+    ],
+)
+def test_compare_config(write, content: str, expected: str, options: dict, score: float) -> None:
+    metric = get_metric("compare_config")
+    assert metric(write("cfg.txt", content), {"expected": expected}, **options) == score
+    assert metric(None, {"expected": expected}, **options) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("result", "expected", "options", "expected_score"),
+    [
+        ("a,b\n1,2\n", ["a,b\n1,2\n"], {}, 1.0),
+        ("a,b\n1,2\n", ["a,b\n1,3\n"], {}, 0.0),
+        ("a,b\n1,2\n", ["x\n", "a,b\n1,2"], {}, 1.0),  # any of several acceptable files
+        ("a,b \n", ["a,b\n"], {}, 0.0),
+        ("a,b \n", ["a,b\n"], {"strict": False}, 1.0),
+        ("A,B\n", ["a,b\n"], {"ignore_case": True}, 1.0),
+        ("\ufeffa,b\n", ["a,b\n"], {}, 1.0),  # a UTF-8 byte-order mark is dropped
+    ],
+)
+def test_compare_csv(
+    tmp_path: Path, result: str, expected: list[str], options: dict, expected_score: float
+) -> None:
+    result_path = tmp_path / "out.csv"
+    result_path.write_text(result, encoding="utf-8")
+    gold = []
+    for i, text in enumerate(expected):
+        (tmp_path / f"gold{i}.csv").write_text(text, encoding="utf-8")
+        gold.append(str(tmp_path / f"gold{i}.csv"))
+    metric = get_metric("compare_csv")
+    assert metric(str(result_path), gold if len(gold) > 1 else gold[0], **options) == expected_score
+
+
+def test_compare_csv_missing_files(tmp_path: Path) -> None:
+    metric = get_metric("compare_csv")
+    gold = tmp_path / "gold.csv"
+    gold.write_bytes("caf\xe9\n".encode("latin-1"))
+    assert metric(None, str(gold)) == 0.0
+    assert metric(str(tmp_path / "absent.csv"), str(gold)) == 0.0
+    assert metric(str(gold), [str(tmp_path / "absent.csv"), str(gold)]) == 1.0  # Latin-1 reads

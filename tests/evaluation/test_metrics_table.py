@@ -1,0 +1,249 @@
+"""compare_table: sheet data, names, printed values, fuzzy ranges, cell checks, styles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("openpyxl")
+pytest.importorskip("pandas")
+
+from openpyxl.formatting.rule import CellIsRule  # noqa: E402
+from openpyxl.styles import Font, PatternFill  # noqa: E402
+from table_fixtures import (  # noqa: E402
+    DATA,
+    RED,
+    Mutator,
+    book,
+    compare_table,
+    pair,
+    score,
+    set_cell,
+)
+
+# --- sheet data, names, printed values -------------------------------------------------------
+
+
+def test_sheet_data_equal_books_pass(tmp_path: Path) -> None:
+    assert score(pair(tmp_path), DATA) == 1.0
+
+
+def test_sheet_data_detects_a_changed_cell(tmp_path: Path) -> None:
+    assert score(pair(tmp_path, result=set_cell("B3", 8)), DATA) == 0.0
+
+
+def test_sheet_data_rounds_to_precision(tmp_path: Path) -> None:
+    paths = pair(tmp_path, result=set_cell("B4", 9.50001))
+    assert score(paths, DATA) == 1.0
+    assert score(paths, {**DATA, "precision": 6}) == 0.0
+
+
+@pytest.mark.parametrize("index", ["RNNoSuchSheet", "EI3", 5])
+def test_sheet_data_missing_sheet_fails(tmp_path: Path, index: Any) -> None:
+    assert score(pair(tmp_path), {**DATA, "sheet_idx1": index}) == 0.0
+
+
+def test_sheet_indices_by_name_and_position(tmp_path: Path) -> None:
+    paths = pair(tmp_path, title="Data")
+    assert (
+        score(paths, {"type": "sheet_data", "sheet_idx0": "RNData", "sheet_idx1": "ENData"}) == 1.0
+    )
+    assert score(paths, {"type": "sheet_data", "sheet_idx0": "RI0", "sheet_idx1": "EI0"}) == 1.0
+
+
+def test_bad_sheet_index_and_rule_type_raise(tmp_path: Path) -> None:
+    paths = pair(tmp_path)
+    with pytest.raises(ValueError, match="sheet index"):
+        score(paths, {**DATA, "sheet_idx0": "XX0"})
+    with pytest.raises(ValueError, match="unsupported rule type 'sparkline'"):
+        score(paths, {"type": "sparkline", "sheet_idx0": 0, "sheet_idx1": "EI0"})
+
+
+def test_missing_or_unreadable_result_scores_zero(tmp_path: Path) -> None:
+    gold = book(tmp_path / "gold.xlsx")
+    assert compare_table(None, gold, rules=[DATA]) == 0.0
+    assert compare_table(str(tmp_path / "absent.xlsx"), gold, rules=[DATA]) == 0.0
+    junk = tmp_path / "junk.xlsx"
+    junk.write_text("not a workbook")
+    assert compare_table(str(junk), gold, rules=[DATA]) == 0.0
+
+
+def test_sheet_name(tmp_path: Path) -> None:
+    same = pair(tmp_path)
+    assert score(same, {"type": "sheet_name"}) == 1.0
+    renamed = (book(tmp_path / "r2.xlsx", title="Other"), same[1])
+    assert score(renamed, {"type": "sheet_name"}) == 0.0
+
+
+PRINT = {"type": "sheet_print", "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1"}
+
+
+@pytest.mark.parametrize(
+    ("result_csv", "expected_csv", "rule", "expected_score"),
+    [
+        ("a,1.50\nb,2.00\n", "a,1.50\nb,2.00", PRINT, 1.0),
+        ("a,1.50\nb,2.00\n\n\n", "a,1.50\nb,2.00\n", PRINT, 1.0),  # trailing blank lines
+        ("a,1.5\nb,2\n", "a,1.50\nb,2.00\n", PRINT, 0.0),
+        ("A,1.50\n", "a,1.50\n", PRINT, 0.0),
+        ("A,1.50\n", "a,1.50\n", {**PRINT, "ignore_case": True}, 1.0),
+    ],
+)
+def test_sheet_print_compares_csv_exports(
+    tmp_path: Path, result_csv: str, expected_csv: str, rule: dict, expected_score: float
+) -> None:
+    paths = pair(tmp_path)
+    (tmp_path / "result-Sheet1.csv").write_text(result_csv)
+    (tmp_path / "gold-Sheet1.csv").write_text(expected_csv)
+    assert score(paths, rule) == expected_score
+
+
+def test_sheet_print_without_export_fails(tmp_path: Path) -> None:
+    paths = pair(tmp_path)
+    (tmp_path / "gold-Sheet1.csv").write_text("a\n")
+    assert score(paths, PRINT) == 0.0
+
+
+# --- sheet_fuzzy --------------------------------------------------------------------------------
+
+
+def fuzzy(**sub: Any) -> dict[str, Any]:
+    return {
+        "type": "sheet_fuzzy",
+        "sheet_idx0": "RNSheet1",
+        "sheet_idx1": "ENSheet1",
+        "rules": [{"range": ["A2:A2"], **sub}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("result_value", "gold_value", "rule", "expected_score"),
+    [
+        ("Main Road", "Main Road", fuzzy(type="exact_match"), 1.0),
+        ("Main Rd", "Main Road", fuzzy(type="exact_match"), 0.0),
+        ("Main Rd", "Main Road", fuzzy(type="exact_match", normalization=[["Rd", "Road"]]), 1.0),
+        (
+            "  Main Road+",
+            "Main Road",
+            fuzzy(type="exact_match", trim_leadings=" ", trim_trailings="+"),
+            1.0,
+        ),
+        ("(Main) Road", "Main Road", fuzzy(type="exact_match", ignore_chars="()"), 1.0),
+        ("MAIN ROAD", "main road", fuzzy(type="exact_match"), 0.0),
+        ("MAIN ROAD", "main road", fuzzy(type="exact_match", ignore_case=True), 1.0),
+        ("12 Main Road, Town", "Main Road", fuzzy(type="includes"), 1.0),
+        ("Main Road", "12 Main Road, Town", fuzzy(type="includes"), 0.0),
+        ("Main Road", "12 Main Road, Town", fuzzy(type="included_by"), 1.0),
+        ("Main Raod", "Main Road", fuzzy(type="fuzzy_match"), 1.0),
+        ("Main Raod", "Main Road", fuzzy(type="fuzzy_match", threshold=95), 0.0),
+        (3, "3.0", fuzzy(type="exact_match"), 1.0),  # stored numbers read as floats
+    ],
+)
+def test_sheet_fuzzy(
+    tmp_path: Path, result_value: Any, gold_value: Any, rule: dict, expected_score: float
+) -> None:
+    paths = pair(tmp_path, result=set_cell("A2", result_value), expected=set_cell("A2", gold_value))
+    assert score(paths, rule) == expected_score
+
+
+def test_sheet_fuzzy_unknown_match_type_raises(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown match type"):
+        score(pair(tmp_path), fuzzy(type="sounds_like"))
+
+
+# --- check_cell, style --------------------------------------------------------------------------
+
+
+def styled(ws: Any) -> None:
+    ws["A1"].font = Font(bold=True, color=RED)
+    ws["A1"].fill = PatternFill(fill_type="solid", fgColor=RED)
+    ws["C2"] = "=B2*2"
+
+
+def cell_rule(coordinate: str, **props: Any) -> dict[str, Any]:
+    return {"type": "check_cell", "sheet_idx": 0, "coordinate": coordinate, "props": props}
+
+
+@pytest.mark.parametrize(
+    ("rule", "expected_score"),
+    [
+        (cell_rule("A1", value={"method": "eq", "ref": "Name"}), 1.0),
+        (cell_rule("A1", value={"method": "eq", "ref": "Nom"}), 0.0),
+        (cell_rule("B4", value={"method": "approx:0.01", "ref": 9.505}), 1.0),
+        (cell_rule("B4", value={"method": "approx:0.001", "ref": 9.6}), 0.0),
+        (
+            cell_rule(
+                "A1",
+                font_bold={"method": "eq", "ref": True},
+                font_color={"method": "eq", "ref": RED},
+                bgcolor={"method": "eq", "ref": RED},
+            ),
+            1.0,
+        ),
+        (cell_rule("A2", font_bold={"method": "eq", "ref": True}), 0.0),
+        (cell_rule("A1", value={"method": "re.I", "ref": "^name$"}), 1.0),
+        (cell_rule("B2", value={"method": "re", "ref": "1"}), 0.0),  # a number: no regex
+        (cell_rule("Z99", value={"method": "eq", "ref": None}), 1.0),  # absent cell
+        ({**cell_rule("A1", value={"method": "eq", "ref": "Name"}), "sheet_idx": "RNNope"}, 0.0),
+    ],
+)
+def test_check_cell(tmp_path: Path, rule: dict, expected_score: float) -> None:
+    result = book(tmp_path / "r.xlsx", mutate=styled)
+    assert compare_table(result, None, rules=[rule]) == expected_score
+
+
+STYLE = {"type": "style", "sheet_idx0": 0, "sheet_idx1": "EI0", "props": ["bgcolor"]}
+
+
+def fill_red(coordinates: list[str]) -> Mutator:
+    def _fill(ws: Any) -> None:
+        for c in coordinates:
+            ws[c].fill = PatternFill(fill_type="solid", fgColor=RED)
+
+    return _fill
+
+
+def red_when_above_5(ws: Any) -> None:
+    fill = PatternFill(bgColor=RED)
+    ws.conditional_formatting.add(
+        "B2:B4", CellIsRule(operator="greaterThan", formula=["5"], fill=fill)
+    )
+
+
+def test_style_same_fills_pass(tmp_path: Path) -> None:
+    paths = pair(tmp_path, result=fill_red(["B3"]), expected=fill_red(["B3"]))
+    assert score(paths, STYLE) == 1.0
+
+
+def test_style_different_fill_fails(tmp_path: Path) -> None:
+    paths = pair(tmp_path, result=fill_red(["B2"]), expected=fill_red(["B3"]))
+    assert score(paths, STYLE) == 0.0
+
+
+def test_style_applies_conditional_formats(tmp_path: Path) -> None:
+    # B3 (7) and B4 (9.5) are above 5: the conditional format paints what the gold fills.
+    paths = pair(tmp_path, result=red_when_above_5, expected=fill_red(["B3", "B4"]))
+    assert score(paths, STYLE) == 1.0
+    wrong = pair(tmp_path, result=red_when_above_5, expected=fill_red(["B3"]))
+    assert score(wrong, STYLE) == 0.0
+
+
+# --- several rules ----------------------------------------------------------------------------
+
+
+FREEZE_RULE = {"type": "freeze", "sheet_idx0": 0, "sheet_idx1": "EI0"}
+
+
+def frozen(cell: str) -> Mutator:
+    def _freeze(ws: Any) -> None:
+        ws.freeze_panes = cell
+
+    return _freeze
+
+
+def test_all_rules_must_pass(tmp_path: Path) -> None:
+    paths = pair(tmp_path, frozen("B2"), frozen("B2"))
+    assert score(paths, DATA, FREEZE_RULE) == 1.0
+    changed = pair(tmp_path, lambda ws: (frozen("B2")(ws), set_cell("A2", "x")(ws)), frozen("B2"))
+    assert score(changed, FREEZE_RULE, DATA) == 0.0

@@ -1,0 +1,239 @@
+"""OSWorldEnv on real local desktops: episode semantics, scoring, faults, Gymnasium conformance."""
+
+from __future__ import annotations
+
+import collections.abc
+import os
+import signal
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import osworld_gym  # noqa: F401 - registers the ids
+from osworld_gym.actions import Done, Fail, TypeText, Wait
+from osworld_gym.env import OSWorldEnv
+from osworld_gym.errors import UnknownTaskError
+
+pytestmark = pytest.mark.desktop
+SCREEN = (800, 600)
+
+HELLO = {
+    "id": "write-hello",
+    "instruction": "Write the word hello into ~/Desktop/hello.txt using the open terminal.",
+    "config": [
+        {"type": "launch", "parameters": {"command": ["xterm", "-title", "term"]}},
+        {
+            "type": "execute",
+            "parameters": {
+                "command": "wmctrl -l | grep -q term",
+                "shell": True,
+                "until": {"returncode": 0},
+            },
+        },
+        {"type": "activate_window", "parameters": {"window_name": "term"}},
+    ],
+    "evaluator": {
+        "func": "exact_match",
+        "result": {"type": "vm_command_line", "command": "cat ~/Desktop/hello.txt", "shell": True},
+        "expected": {"type": "rule", "rules": {"expected": "hello\n"}},
+    },
+}
+IMPOSSIBLE = {
+    "id": "impossible",
+    "instruction": "Turn this desktop into a toaster.",
+    "config": [],
+    "evaluator": {"func": "infeasible"},
+}
+STILL = {  # a static first screen, for Gymnasium's determinism checks
+    "id": "still",
+    "instruction": "Do nothing.",
+    "config": [],
+    "evaluator": {"func": "infeasible"},
+}
+ORACLE = "Action: type(content='echo hello > ~/Desktop/hello.txt\\n')"
+
+
+def make_env(**kwargs: object) -> OSWorldEnv:
+    settings: dict[str, object] = {"tasks": [HELLO, IMPOSSIBLE], "screen_size": SCREEN}
+    settings.update(kwargs)
+    return OSWorldEnv(**settings)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def env() -> collections.abc.Iterator[OSWorldEnv]:
+    with make_env(max_steps=3) as e:
+        yield e
+
+
+@pytest.fixture(scope="module")
+def hard_env() -> collections.abc.Iterator[OSWorldEnv]:
+    with make_env(max_steps=2, hard=True) as e:
+        yield e
+
+
+def test_reset_observation_and_info(env: OSWorldEnv) -> None:
+    obs, info = env.reset(seed=0, options={"task_id": "write-hello"})
+    assert obs in env.observation_space
+    assert (
+        obs["screenshot"].shape == (SCREEN[1], SCREEN[0], 3) and obs["screenshot"].dtype == np.uint8
+    )
+    assert obs["instruction"] == HELLO["instruction"] and obs["last_action_error"] == ""
+    assert info["task_id"] == "write-hello" and info["step"] == 0
+    assert {"desktop", "setup", "observe"} <= set(info["timings"])
+
+
+def test_oracle_scores_one_and_terminates(env: OSWorldEnv) -> None:
+    env.reset(options={"task_id": "write-hello"})
+    obs, reward, terminated, truncated, info = env.step(ORACLE)
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    assert info["parse_error"] is None and info["actions"] == ["type"]
+    obs, reward, terminated, truncated, info = env.step("Action: finished(content='done')")
+    assert (reward, terminated, truncated, info["score"]) == (1.0, True, False, 1.0)
+    assert {"action", "observe", "evaluate"} <= set(info["timings"])
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step(ORACLE)
+
+
+def test_doing_nothing_scores_zero_with_fail_replacement(env: OSWorldEnv) -> None:
+    env.reset(options={"task_id": "write-hello"})
+    for _ in (1, 2):
+        _, reward, terminated, truncated, info = env.step("Action: wait()")
+        assert (reward, terminated, truncated, info["fail_replaced"]) == (0.0, False, False, False)
+    _, reward, terminated, truncated, info = env.step(ORACLE)  # step 3 of 3: replaced by FAIL
+    assert info["fail_replaced"] is True and info["actions"] == ["fail"]
+    assert (reward, terminated, truncated) == (0.0, False, True)
+
+
+def test_hard_mode_runs_and_scores_the_last_action(hard_env: OSWorldEnv) -> None:
+    hard_env.reset(options={"task_id": "write-hello"})
+    hard_env.step("Action: wait()")
+    _, reward, terminated, truncated, info = hard_env.step(ORACLE)  # the last allowed step
+    assert info["fail_replaced"] is False
+    assert (reward, terminated, truncated) == (1.0, False, True)
+
+
+def test_standard_mode_same_actions_score_zero() -> None:
+    with make_env(max_steps=2) as standard:
+        standard.reset(options={"task_id": "write-hello"})
+        standard.step("Action: wait()")
+        _, reward, _, truncated, info = standard.step(ORACLE)
+        assert info["fail_replaced"] is True and (reward, truncated) == (0.0, True)
+
+
+@pytest.mark.parametrize(
+    ("actions", "expected"),
+    [
+        (["Action: finished(content='no')"], 0.0),
+        (["Action: call_user()"], 1.0),
+        (
+            ["Action: wait()", "Action: wait()", "Action: wait()"],
+            1.0,
+        ),  # FAIL replacement at the limit
+    ],
+)
+def test_infeasible_rule(env: OSWorldEnv, actions: list[str], expected: float) -> None:
+    env.reset(options={"task_id": "impossible"})
+    for text in actions:
+        _, reward, terminated, truncated, info = env.step(text)
+    assert terminated or truncated
+    assert reward == expected and info["score"] == expected
+
+
+def test_infeasible_in_hard_mode_needs_an_explicit_fail(hard_env: OSWorldEnv) -> None:
+    hard_env.reset(options={"task_id": "impossible"})
+    hard_env.step("Action: wait()")
+    _, reward, _, truncated, _ = hard_env.step("Action: wait()")
+    assert truncated and reward == 0.0
+
+
+def test_parse_error_is_a_noop_step_reported_in_info_and_observation(env: OSWorldEnv) -> None:
+    env.reset(options={"task_id": "write-hello"})
+    obs, reward, terminated, truncated, info = env.step("I think I should click somewhere")
+    assert info["parse_error"] and obs["last_action_error"] == info["parse_error"]
+    assert (reward, terminated, truncated, info["step"]) == (0.0, False, False, 1)
+    obs, *_ = env.step("Action: wait()")
+    assert obs["last_action_error"] == ""
+
+
+def test_parse_error_can_end_the_episode() -> None:
+    with make_env(parse_error_ends_episode=True) as arpo_style:
+        arpo_style.reset(options={"task_id": "write-hello"})
+        _, reward, terminated, truncated, info = arpo_style.step("no action here")
+        assert info["parse_error"] and terminated and not truncated and reward == 0.0
+
+
+def test_structured_actions(env: OSWorldEnv) -> None:
+    with make_env(action_format="structured") as structured:
+        structured.reset(options={"task_id": "write-hello"})
+        structured.step([TypeText(text="echo hello > ~/Desktop/hello.txt\n"), Wait(seconds=0.1)])
+        _, reward, terminated, *_ = structured.step(Done())
+        assert terminated and reward == 1.0
+        structured.reset(options={"task_id": "impossible"})
+        _, reward, terminated, *_ = structured.step({"kind": "fail"})
+        assert terminated and reward == 1.0
+        assert Fail().kind == "fail"
+
+
+def test_dead_desktop_truncates_with_infra_error_and_reset_recovers(env: OSWorldEnv) -> None:
+    env.reset(options={"task_id": "write-hello"})
+    desktop = env._desktop
+    assert desktop is not None
+    os.kill(desktop.component_pid("xvfb"), signal.SIGKILL)
+    obs, reward, terminated, truncated, info = env.step(ORACLE)
+    assert (reward, terminated, truncated) == (0.0, False, True)
+    assert info["infra_error"] and obs in env.observation_space
+    restarts = env.restarts
+    env.reset(options={"task_id": "write-hello"})
+    assert env.restarts == restarts + 1
+    env.step(ORACLE)
+    assert env.step("Action: finished()")[1] == 1.0
+
+
+def test_unknown_task_id_suggests(env: OSWorldEnv) -> None:
+    with pytest.raises(UnknownTaskError, match="write-hello"):
+        env.reset(options={"task_id": "write-helo"})
+
+
+def test_seeded_sampling_is_reproducible(env: OSWorldEnv) -> None:
+    first = [env.reset(seed=7)[1]["task_id"]] + [env.reset()[1]["task_id"] for _ in range(3)]
+    again = [env.reset(seed=7)[1]["task_id"]] + [env.reset()[1]["task_id"] for _ in range(3)]
+    assert first == again
+
+
+@pytest.mark.parametrize("env_id", ["OSWorld-v0", "OSWorld-Hard-v0"])
+def test_check_env(env_id: str) -> None:
+    env = gym.make(env_id, tasks=[STILL], screen_size=SCREEN)
+    try:
+        assert env.unwrapped.config.hard is (env_id == "OSWorld-Hard-v0")
+        check_env(env.unwrapped, skip_render_check=False)
+        env.close()
+        env.close()  # idempotent
+    finally:
+        env.close()
+
+
+def test_gym_make_by_module_string() -> None:
+    env = gym.make("osworld_gym:OSWorld-v0", tasks=[STILL], screen_size=SCREEN)
+    try:
+        assert isinstance(env.unwrapped, OSWorldEnv)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("vector_cls", [gym.vector.SyncVectorEnv, gym.vector.AsyncVectorEnv])
+def test_vector_envs(vector_cls: type) -> None:
+    fns = [lambda: OSWorldEnv(tasks=[HELLO], screen_size=SCREEN, max_steps=2) for _ in range(2)]
+    vec = vector_cls(fns)
+    try:
+        obs, info = vec.reset(seed=1)
+        assert obs["screenshot"].shape == (2, SCREEN[1], SCREEN[0], 3)
+        obs, reward, terminated, truncated, info = vec.step([ORACLE, "Action: wait()"])
+        obs, reward, terminated, truncated, info = vec.step(
+            ["Action: finished()", "Action: wait()"]
+        )
+        assert list(reward) == [1.0, 0.0]
+        assert list(terminated) == [True, False] and list(truncated) == [False, True]
+    finally:
+        vec.close()
