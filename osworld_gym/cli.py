@@ -3,6 +3,7 @@
 Subcommands:
     serve-guest  run the guest server for a display (what runs inside each desktop)
     desktop      launch a ``local`` desktop, show that it works, and optionally keep it up
+    tasks        list or show tasks of a suite or folder, or report which are fully supported
 """
 
 from __future__ import annotations
@@ -80,6 +81,28 @@ def _demo(desktop: object) -> None:
     sys.stdout.write(f"typed into xterm; ~/Desktop/hello.txt holds {content.decode().strip()!r}\n")
 
 
+def _tasks(args: argparse.Namespace) -> int:
+    from osworld_gym.support import format_report, support_report
+    from osworld_gym.tasks import available_suites, load_tasks
+
+    if args.action == "suites":
+        sys.stdout.write("\n".join(available_suites()) + "\n")
+        return 0
+    tasks = load_tasks(args.source, domain=args.domain)
+    if args.action == "list":
+        for task in tasks:
+            flag = " (infeasible)" if task.infeasible else ""
+            sys.stdout.write(f"{task.domain}/{task.id}{flag}: {task.instruction}\n")
+    elif args.action == "show":
+        import json
+
+        sys.stdout.write(json.dumps(tasks[args.task_id].to_dict(), indent=2) + "\n")
+    else:
+        report = support_report(tasks)
+        sys.stdout.write(format_report(report, verbose=not args.summary) + "\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``osworld-gym``."""
     parser = argparse.ArgumentParser(prog="osworld-gym", description=__doc__.split("\n")[0])
@@ -97,6 +120,19 @@ def build_parser() -> argparse.ArgumentParser:
     desktop.add_argument("--screenshot", help="save a settled screenshot to this PNG path")
     desktop.add_argument("--hold", type=float, default=0.0, help="keep the desktop up N seconds")
     desktop.set_defaults(func=_desktop)
+
+    tasks = sub.add_parser("tasks", help="list, show and check tasks")
+    tasks.add_argument("action", choices=["suites", "list", "show", "report"])
+    tasks.add_argument(
+        "source",
+        nargs="?",
+        default="desktop-basics",
+        help="suite name, OSWorld folder, index JSON or task file",
+    )
+    tasks.add_argument("task_id", nargs="?", help="for show: the task id")
+    tasks.add_argument("--domain", help="only this domain")
+    tasks.add_argument("--summary", action="store_true", help="report: counts only")
+    tasks.set_defaults(func=_tasks)
     return parser
 
 

@@ -37,6 +37,23 @@ NEEDS: dict[str, str] = {
 }
 
 
+SUPPORTED_STEP_TYPES = frozenset(
+    {
+        "download",
+        "upload_file",
+        "launch",
+        "open",
+        "execute",
+        "command",
+        "execute_with_verification",
+        "sleep",
+        "activate_window",
+        "close_window",
+        "change_wallpaper",
+    }
+)
+
+
 @dataclass(frozen=True)
 class SetupContext:
     """What setup steps run against.
@@ -135,6 +152,7 @@ class SetupInterpreter:
             "close_window": self._close_window,
             "change_wallpaper": self._change_wallpaper,
         }
+        assert set(self._handlers) == SUPPORTED_STEP_TYPES  # the report and the runner agree
 
     @property
     def supported_types(self) -> frozenset[str]:

@@ -160,7 +160,22 @@ def get_content_from_vm_file(ctx: EvalContext, config: Mapping[str, Any]) -> Any
     return ctx.client.download(config["path"]).decode("utf-8", errors="replace")
 
 
+def get_vlc_config(ctx: EvalContext, config: Mapping[str, Any]) -> Any:
+    """VLC's ``vlcrc`` from the desktop user's configuration."""
+    return get_vm_file(ctx, {"path": "~/.config/vlc/vlcrc", "dest": config.get("dest", "vlcrc")})
+
+
+def get_gimp_config_file(ctx: EvalContext, config: Mapping[str, Any]) -> Any:
+    """A file of GIMP 2.10's configuration folder (``file_name``)."""
+    name = config["file_name"]
+    return get_vm_file(
+        ctx, {"path": f"~/.config/GIMP/2.10/{name}", "dest": config.get("dest", name)}
+    )
+
+
 GETTERS: dict[str, Getter] = {
+    "vlc_config": get_vlc_config,
+    "gimp_config_file": get_gimp_config_file,
     "vm_file": get_vm_file,
     "cloud_file": get_cloud_file,
     "rule": get_rule,

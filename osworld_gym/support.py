@@ -1,0 +1,127 @@
+"""Which tasks this package can run and score, and what each other one lacks.
+
+A task is *fully supported* when every setup step type of its ``config`` and ``postconfig``
+runs here, every getter and metric of its evaluator is implemented (with the options it
+passes), and it needs nothing outside a desktop (no proxy, no Google account set-up). Assets
+fetched by URL (``download`` steps, ``cloud_file`` getters) are not a lack: they run from the
+asset cache, or are downloaded where the network allows; the report says how many each needs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from osworld_gym.downloads import AssetCache
+from osworld_gym.evaluation.getters import GETTERS
+from osworld_gym.evaluation.metrics import METRICS, unsupported_options
+from osworld_gym.task_setup import NEEDS, SUPPORTED_STEP_TYPES
+from osworld_gym.tasks import Task
+
+# Getters that only read files or command output from the desktop, or rules.
+FILE_AND_COMMAND_GETTERS = frozenset(
+    {
+        "vm_file",
+        "cloud_file",
+        "rule",
+        "vm_command_line",
+        "vm_command_error",
+        "cache_file",
+        "list_directory",
+        "content_from_vm_file",
+        "vlc_config",
+        "gimp_config_file",
+    }
+)
+
+
+@dataclass(frozen=True)
+class TaskSupport:
+    """Whether one task is fully supported, and if not, what it lacks.
+
+    Attributes:
+        task_id: The task.
+        domain: Its domain.
+        lacks: What is missing, one readable item each (empty when fully supported).
+        urls: How many assets the task fetches by URL (cacheable).
+        file_and_command_checks: Its checks only read files, command output or rules.
+    """
+
+    task_id: str
+    domain: str | None
+    lacks: tuple[str, ...]
+    urls: int
+    file_and_command_checks: bool
+
+    @property
+    def supported(self) -> bool:
+        """True when nothing is missing."""
+        return not self.lacks
+
+
+def task_support(task: Task) -> TaskSupport:
+    """Check one task against the implemented step types, getters and metrics."""
+    needs = task.needs
+    lacks: list[str] = []
+    for step_type in sorted(needs.setup_steps - SUPPORTED_STEP_TYPES):
+        lacks.append(
+            f"setup step {step_type!r} (needs {NEEDS.get(step_type, 'an implementation')})"
+        )
+    lacks += [f"getter {g!r}" for g in sorted(needs.getters - set(GETTERS))]
+    lacks += [f"metric {m!r}" for m in sorted(needs.metrics - set(METRICS))]
+    for check in task.evaluator.checks:
+        if check.func in METRICS:
+            lacks += unsupported_options(check.func, dict(check.options))
+    if task.proxy:
+        lacks.append("a proxy (the task's sites block bots)")
+    if task.fixed_ip:
+        lacks.append("OSWorld's fixed-IP Google Drive set-up")
+    file_checks = needs.infeasible or needs.getters <= FILE_AND_COMMAND_GETTERS
+    return TaskSupport(
+        task.id, task.domain, tuple(dict.fromkeys(lacks)), len(needs.urls), file_checks
+    )
+
+
+def support_report(tasks: Iterable[Task]) -> list[TaskSupport]:
+    """:func:`task_support` for every task, in order."""
+    return [task_support(task) for task in tasks]
+
+
+def format_report(
+    report: list[TaskSupport], cache: AssetCache | None = None, verbose: bool = True
+) -> str:
+    """A human-readable report: per-task lacks, per-domain counts, the commonest lacks."""
+    lines = []
+    if verbose:
+        for item in report:
+            if not item.supported:
+                lines.append(f"{item.domain}/{item.task_id}: lacks {'; '.join(item.lacks)}")
+    by_domain: dict[str, list[TaskSupport]] = {}
+    for item in report:
+        by_domain.setdefault(item.domain or "-", []).append(item)
+    lines.append("")
+    lines.append(f"{'domain':<22} {'tasks':>6} {'supported':>10} {'file/command checks':>20}")
+    for domain, items in sorted(by_domain.items()):
+        file_checks = [i for i in items if i.file_and_command_checks]
+        lines.append(
+            f"{domain:<22} {len(items):>6} {sum(i.supported for i in items):>10} "
+            f"{sum(i.supported for i in file_checks):>9} of {len(file_checks):<9}"
+        )
+    file_checks = [i for i in report if i.file_and_command_checks]
+    lines.append(
+        f"{'all':<22} {len(report):>6} {sum(i.supported for i in report):>10} "
+        f"{sum(i.supported for i in file_checks):>9} of {len(file_checks):<9}"
+    )
+    common = Counter(lack for item in report for lack in item.lacks).most_common(12)
+    if common:
+        lines.append("")
+        lines.append("most common lacks:")
+        lines += [f"  {count:>4}  {lack}" for lack, count in common]
+    with_urls = [i for i in report if i.urls]
+    lines.append("")
+    lines.append(
+        f"{len(with_urls)} tasks fetch assets by URL "
+        f"({sum(i.urls for i in with_urls)} URLs; offline they must be in the asset cache)"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,68 @@
+"""Every task of the bundled suite on a real desktop: its oracle scores 1.0, doing nothing 0.0.
+
+Oracles live beside this file (``oracles_*.py``, each a dict ``ORACLES`` from task id to the
+list of steps passed to ``env.step``, structured actions); they prove that each task can be
+solved and that its evaluator tells a solved desktop from an untouched one.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import json
+from importlib import resources
+
+import pytest
+from oracles_office import ORACLES as OFFICE_ORACLES
+from oracles_system import ORACLES as SYSTEM_ORACLES
+
+from osworld_gym import load_tasks
+from osworld_gym.actions import Done, Fail
+from osworld_gym.env import OSWorldEnv
+
+pytestmark = [pytest.mark.desktop, pytest.mark.apps]
+SUITE = "desktop-basics"
+ORACLES = {**SYSTEM_ORACLES, **OFFICE_ORACLES}
+TASKS = load_tasks(SUITE)
+
+
+@pytest.fixture(scope="module")
+def env() -> collections.abc.Iterator[OSWorldEnv]:
+    with OSWorldEnv(tasks=SUITE, action_format="structured", screen_size=(1280, 720),
+                    max_steps=30, offline=True) as e:
+        yield e
+
+
+def test_suite_shape() -> None:
+    assert len(TASKS) >= 30
+    assert sum(t.infeasible for t in TASKS) >= 3
+    assert len(TASKS.domains) >= 6 and "multi_apps" in TASKS.domains
+    assert len(TASKS.filter(domain="multi_apps")) >= 3
+    index = json.loads(resources.files("osworld_gym_envs").joinpath(SUITE, "test_all.json").read_text())
+    assert sorted(i for ids in index.values() for i in ids) == sorted(TASKS.ids)
+    assert set(ORACLES) == set(TASKS.ids), "every task needs exactly one oracle"
+
+
+def _run(env: OSWorldEnv, task_id: str, steps: list) -> float:
+    env.reset(options={"task_id": task_id})
+    for step in steps:
+        obs, reward, terminated, truncated, info = env.step(step)
+        assert info["infra_error"] is None, info["infra_error"]
+        assert info["parse_error"] is None, info["parse_error"]
+        if terminated or truncated:
+            return reward
+    raise AssertionError(f"{task_id}: the oracle did not end the episode")
+
+
+@pytest.mark.parametrize("task_id", TASKS.ids)
+def test_oracle_scores_one(env: OSWorldEnv, task_id: str) -> None:
+    steps = ORACLES[task_id]
+    final = steps[-1] if isinstance(steps[-1], list) else [steps[-1]]
+    assert final[-1].kind in ("done", "fail"), "an oracle ends with DONE (or FAIL if infeasible)"
+    assert _run(env, task_id, steps) == 1.0
+
+
+@pytest.mark.parametrize("task_id", TASKS.ids)
+def test_doing_nothing_scores_zero(env: OSWorldEnv, task_id: str) -> None:
+    assert _run(env, task_id, [Done()]) == 0.0
+    if TASKS[task_id].infeasible:
+        assert _run(env, task_id, [Fail()]) == 1.0
