@@ -27,7 +27,14 @@ from osworld_gym.actions.spaces import StructuredActionSpace, TextActionSpace
 from osworld_gym.downloads import AssetCache
 from osworld_gym.env_config import DEFAULT_SUITE, EnvConfig, Timings
 from osworld_gym.episode import episode_end, plan_step, terminal_kind
-from osworld_gym.errors import GuestError, OSWorldGymError, ProviderError, TooManyRestartsError
+from osworld_gym.errors import (
+    ActionError,
+    GuestError,
+    GuestHTTPError,
+    OSWorldGymError,
+    ProviderError,
+    TooManyRestartsError,
+)
 from osworld_gym.evaluation.evaluator import EvaluationResult, Evaluator
 from osworld_gym.evaluation.getters import EvalContext
 from osworld_gym.providers import Desktop, Provider, ProviderConfig, make_provider
@@ -153,8 +160,9 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
             **model,
         )
         try:
-            self._act(plan.actions, timings)
-            obs = self._timed(timings, "observe", self._observe, error=parse_error or "")
+            info["action_error"] = self._act(plan.actions, timings)
+            error = parse_error or info["action_error"] or ""
+            obs = self._timed(timings, "observe", self._observe, error=error)
             reward = 0.0
             if terminated or truncated:
                 result = self._timed(timings, "evaluate", self._evaluate, terminal == "fail")
@@ -253,17 +261,27 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         model = {"thought": result.thought} if getattr(result, "thought", None) else {}
         return list(result.actions), result.error, model
 
-    def _act(self, actions: Sequence[Action], timings: dict[str, float]) -> None:
+    def _act(self, actions: Sequence[Action], timings: dict[str, float]) -> str | None:
+        """Run the actions; return why the guest refused them (an action error), if it did."""
         assert self._desktop is not None
         start = time.perf_counter()
-        wire = to_wire_actions(actions)
-        if wire:
-            self._desktop.client.actions(wire)
+        try:
+            wire = to_wire_actions(actions)
+            if wire:
+                self._desktop.client.actions(wire)
+        except GuestHTTPError as e:
+            if not 400 <= e.status < 500 or e.status == 401:
+                raise
+            return f"action not performed: {e}"
+        except ActionError as e:
+            return f"action not performed: {e}"
+        finally:
+            timings["action"] = time.perf_counter() - start
         for action in actions:
             if action.kind == "wait":
                 seconds = getattr(action, "seconds", None) or self.config.wait_seconds
                 time.sleep(min(float(seconds), self.config.max_wait_seconds))  # agent asked
-        timings["action"] = time.perf_counter() - start
+        return None
 
     def _observe(self, error: str) -> dict[str, Any]:
         assert self._desktop is not None

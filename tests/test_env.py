@@ -14,7 +14,7 @@ from gymnasium.utils.env_checker import check_env
 import osworld_gym  # noqa: F401 - registers the ids
 from osworld_gym.actions import Done, Fail, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
-from osworld_gym.errors import UnknownTaskError
+from osworld_gym.errors import GuestHTTPError, UnknownTaskError
 
 pytestmark = pytest.mark.desktop
 SCREEN = (800, 600)
@@ -174,6 +174,21 @@ def test_structured_actions(env: OSWorldEnv) -> None:
         _, reward, terminated, *_ = structured.step({"kind": "fail"})
         assert terminated and reward == 1.0
         assert Fail().kind == "fail"
+
+
+def test_action_the_guest_refuses_is_reported_not_an_infra_fault(
+    env: OSWorldEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env.reset(options={"task_id": "write-hello"})
+    client = env._desktop.client
+
+    def refuse(actions: object) -> None:
+        raise GuestHTTPError("/actions", 422, {"message": "actions[0] failed: no keysym"})
+
+    monkeypatch.setattr(client, "actions", refuse)
+    obs, reward, terminated, truncated, info = env.step(ORACLE)
+    assert info["infra_error"] is None and "no keysym" in info["action_error"]
+    assert obs["last_action_error"] == info["action_error"] and not (terminated or truncated)
 
 
 def test_dead_desktop_truncates_with_infra_error_and_reset_recovers(env: OSWorldEnv) -> None:

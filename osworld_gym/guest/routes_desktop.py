@@ -101,6 +101,8 @@ def actions(ctx: GuestContext, request: Request) -> Response:
         for index, action in enumerate(batch):
             try:
                 _perform(ctx, action)
+            except (ValueError, RuntimeError) as e:  # the action itself cannot be performed
+                raise HTTPError(422, f"actions[{index}] failed: {e}", executed=index) from e
             except Exception as e:  # noqa: BLE001 - reported with how far the batch got
                 raise HTTPError(500, f"actions[{index}] failed: {e}", executed=index) from e
         ctx.x11.sync()

@@ -14,6 +14,7 @@ from desktop_helpers import SMALL_SCREEN, wait_until
 from PIL import Image
 
 from osworld_gym.errors import GuestAuthError, GuestHTTPError
+from osworld_gym.guest import protocol
 from osworld_gym.guest.client import GuestClient
 from osworld_gym.providers.local import LocalDesktop
 
@@ -139,6 +140,11 @@ class TestTypedInput:
             ]
         )
         wait_until(lambda: _read(clean_desktop, "~/keys.txt") == b"aZ\n", message="keys.txt")
+
+    def test_every_pyautogui_key_can_be_pressed(self, clean_desktop: LocalDesktop) -> None:
+        # Twice each, so that lock keys (caps, num, scroll) end where they started.
+        keys = [{"kind": "press", "key": k, "presses": 2} for k in protocol.KEY_NAMES]
+        assert clean_desktop.client.actions(keys)["executed"] == len(protocol.KEY_NAMES)
 
     def test_pointer_actions_move_the_pointer(self, desktop: LocalDesktop) -> None:
         client = desktop.client
