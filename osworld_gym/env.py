@@ -45,6 +45,7 @@ logger = logging.getLogger(__name__)
 
 _INFRA_ERRORS = (GuestError, ProviderError)
 MAX_INSTRUCTION_CHARS = 8192
+MAX_A11Y_CHARS = 4_000_000  # a busy LibreOffice tree is about 1 MB
 
 
 class OSWorldEnv(gym.Env[dict[str, Any], Any]):
@@ -97,13 +98,14 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
             else AssetCache.default(offline=self.config.offline)
         )
         width, height = self.config.screen_size
-        self.observation_space = spaces.Dict(
-            {
-                "screenshot": spaces.Box(0, 255, (height, width, 3), np.uint8),
-                "instruction": TextActionSpace(MAX_INSTRUCTION_CHARS),
-                "last_action_error": TextActionSpace(MAX_INSTRUCTION_CHARS),
-            }
-        )
+        observation = {
+            "screenshot": spaces.Box(0, 255, (height, width, 3), np.uint8),
+            "instruction": TextActionSpace(MAX_INSTRUCTION_CHARS),
+            "last_action_error": TextActionSpace(MAX_INSTRUCTION_CHARS),
+        }
+        if self.config.accessibility_tree:
+            observation["accessibility_tree"] = TextActionSpace(MAX_A11Y_CHARS)
+        self.observation_space = spaces.Dict(observation)
         self.action_space = (
             StructuredActionSpace(screen_size=self.config.screen_size)
             if self.config.action_format == "structured"
@@ -128,9 +130,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         timings: dict[str, float] = {}
         warnings = self._prepare_desktop(task, timings)
         self._task, self._step, self._episode_over = task, 0, False
-        start = time.perf_counter()
-        obs = self._observe(error="")
-        timings["observe"] = time.perf_counter() - start
+        obs = self._observe(error="", timings=timings)
         info = self._info(timings=timings, setup_warnings=warnings)
         return obs, info
 
@@ -162,7 +162,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         try:
             info["action_error"] = self._act(plan.actions, timings)
             error = parse_error or info["action_error"] or ""
-            obs = self._timed(timings, "observe", self._observe, error=error)
+            obs = self._observe(error, timings)
             reward = 0.0
             if terminated or truncated:
                 result = self._timed(timings, "evaluate", self._evaluate, terminal == "fail")
@@ -283,22 +283,38 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
                 time.sleep(min(float(seconds), self.config.max_wait_seconds))  # agent asked
         return None
 
-    def _observe(self, error: str) -> dict[str, Any]:
+    def _observe(self, error: str, timings: dict[str, float]) -> dict[str, Any]:
+        """Screenshot (after the screen settles), instruction, last error, optional a11y tree."""
         assert self._desktop is not None
+        start = time.perf_counter()
         shot = self._desktop.client.screenshot(
             format="raw",
             settle=self.config.settle,
             settle_timeout=self.config.settle_timeout,
             settle_quiet=self.config.settle_quiet,
         )
-        frame = _fit(shot.to_array(), self.config.screen_size)
-        obs = {
-            "screenshot": frame,
+        timings["settle"] = shot.settle_seconds
+        obs: dict[str, Any] = {
+            "screenshot": _fit(shot.to_array(), self.config.screen_size),
             "instruction": self._task.instruction if self._task else "",
             "last_action_error": error,
         }
+        if self.config.accessibility_tree:
+            obs["accessibility_tree"] = self._accessibility_tree()
+        timings["observe"] = time.perf_counter() - start
         self._last_obs = obs
         return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in obs.items()}
+
+    def _accessibility_tree(self) -> str:
+        """OSWorld's XML tree, or "" when the desktop cannot provide one (logged)."""
+        assert self._desktop is not None
+        try:
+            return self._desktop.client.accessibility_tree()[:MAX_A11Y_CHARS]
+        except GuestHTTPError as e:
+            if e.status != 503:
+                raise
+            logger.warning("no accessibility tree: %s", e)
+            return ""
 
     def _evaluate(self, last_action_fail: bool) -> EvaluationResult:
         assert self._desktop is not None and self._task is not None
@@ -325,11 +341,14 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
     def _blank_obs(self) -> dict[str, Any]:
         width, height = self.config.screen_size
         instruction = self._task.instruction if self._task else ""
-        return {
+        blank: dict[str, Any] = {
             "screenshot": np.zeros((height, width, 3), np.uint8),
             "instruction": instruction,
             "last_action_error": "",
         }
+        if self.config.accessibility_tree:
+            blank["accessibility_tree"] = ""
+        return blank
 
     def _info(self, *, timings: dict[str, float], **extra: Any) -> dict[str, Any]:
         info: dict[str, Any] = {

@@ -91,7 +91,7 @@ def test_oracle_scores_one_and_terminates(env: OSWorldEnv) -> None:
     assert info["parse_error"] is None and info["actions"] == ["type"]
     obs, reward, terminated, truncated, info = env.step("Action: finished(content='done')")
     assert (reward, terminated, truncated, info["score"]) == (1.0, True, False, 1.0)
-    assert {"action", "observe", "evaluate"} <= set(info["timings"])
+    assert {"action", "settle", "observe", "evaluate"} <= set(info["timings"])
     with pytest.raises(gym.error.ResetNeeded):
         env.step(ORACLE)
 
@@ -155,6 +155,15 @@ def test_parse_error_is_a_noop_step_reported_in_info_and_observation(env: OSWorl
     assert (reward, terminated, truncated, info["step"]) == (0.0, False, False, 1)
     obs, *_ = env.step("Action: wait()")
     assert obs["last_action_error"] == ""
+
+
+def test_accessibility_tree_observation() -> None:
+    with make_env(accessibility_tree=True, tasks=[STILL]) as a11y_env:
+        a11y_env.reset()
+        a11y_env._desktop.client.launch(["mousepad"])
+        obs, *_ = a11y_env.step("Action: wait()")
+        assert obs in a11y_env.observation_space
+        assert obs["accessibility_tree"].startswith("<desktop-frame")
 
 
 def test_parse_error_can_end_the_episode() -> None:
