@@ -5,8 +5,9 @@ The walk itself runs in a subprocess, ``a11y_walker.py`` next to this file, with
 cannot import ``gi``). A subprocess per walk also suits libatspi, which binds a process to one
 accessibility bus for good, and lets a hard timeout kill a walk stuck on a hung application.
 
-Walks of one display are serialised with a lock (a LibreOffice walk keeps both cores busy for
-seconds); walks of different displays may run at the same time. Every failure surfaces as
+Walks of one display are serialised with a lock the caller owns (the guest server has one per
+display: a LibreOffice walk keeps both cores busy for seconds); walks of different displays may
+run at the same time. Every failure surfaces as
 :class:`AccessibilityUnavailable` with a one-line reason; nothing here hangs or raises anything
 else.
 """
@@ -37,9 +38,6 @@ _EXIT_NO_TERMINAL = 4
 
 _APT_HINT = "apt-get install python3-pyatspi"
 
-_locks_guard = threading.Lock()
-_locks: dict[str, threading.Lock] = {}
-
 
 class AccessibilityUnavailable(RuntimeError):
     """No accessibility tree can be had on this desktop; the message says why."""
@@ -53,6 +51,7 @@ def accessibility_tree(
     python: str = SYSTEM_PYTHON,
     prune: bool = False,
     lean: bool = False,
+    lock: threading.Lock | None = None,
 ) -> str:
     """Return OSWorld's XML accessibility tree of ``display``.
 
@@ -69,6 +68,8 @@ def accessibility_tree(
         prune: Skip the subtrees of nodes that are not showing (2-6x faster on LibreOffice,
             not OSWorld-identical).
         lean: Leave out ``attr:``, ``val:`` and ``act:`` attributes (not OSWorld-identical).
+        lock: Serialises walks of one display: pass the same lock (the guest owns one per
+            display); without one, the call is not serialised with others.
 
     Returns:
         The XML document as a string.
@@ -81,7 +82,7 @@ def accessibility_tree(
         args.append("--prune")
     if lean:
         args.append("--lean")
-    status, out = _run_guarded(display, env, args, timeout, python)
+    status, out = _run_guarded(display, env, args, timeout, python, lock)
     if status != 0:
         raise AccessibilityUnavailable(out)
     if not out.startswith("<"):
@@ -95,6 +96,7 @@ def terminal_text(
     *,
     timeout: float = TERMINAL_TIMEOUT_S,
     python: str = SYSTEM_PYTHON,
+    lock: threading.Lock | None = None,
 ) -> str | None:
     """Return the text of the focused terminal of ``display``, or None.
 
@@ -107,6 +109,7 @@ def terminal_text(
         env: Environment of the desktop's child processes.
         timeout: Hard limit in seconds for the whole call, waiting for the lock included.
         python: Interpreter that runs the walker.
+        lock: Serialises walks of one display (see :func:`accessibility_tree`).
 
     Returns:
         The terminal's text, or None.
@@ -114,20 +117,12 @@ def terminal_text(
     Raises:
         AccessibilityUnavailable: The accessibility tree could not be read at all.
     """
-    status, out = _run_guarded(display, env, ["--terminal"], timeout, python)
+    status, out = _run_guarded(display, env, ["--terminal"], timeout, python, lock)
     if status == _EXIT_NO_TERMINAL:
         return None
     if status != 0:
         raise AccessibilityUnavailable(out)
     return out
-
-
-def _lock_for(display: str) -> threading.Lock:
-    with _locks_guard:
-        lock = _locks.get(display)
-        if lock is None:
-            lock = _locks[display] = threading.Lock()
-        return lock
 
 
 def _walker_env(display: str, env: dict[str, str]) -> dict[str, str]:
@@ -143,7 +138,12 @@ def _walker_env(display: str, env: dict[str, str]) -> dict[str, str]:
 
 
 def _run_guarded(
-    display: str, env: dict[str, str], args: list[str], timeout: float, python: str
+    display: str,
+    env: dict[str, str],
+    args: list[str],
+    timeout: float,
+    python: str,
+    lock: threading.Lock | None,
 ) -> tuple[int, str]:
     """Run the walker under the display's lock; never raises anything but the one error.
 
@@ -155,11 +155,10 @@ def _run_guarded(
         child_env = _walker_env(display, env)
         key = child_env.get("DISPLAY") or child_env.get("DBUS_SESSION_BUS_ADDRESS", "")
         deadline = time.monotonic() + timeout
-        lock = _lock_for(key)
+        lock = lock or threading.Lock()
         if not lock.acquire(timeout=max(0.0, timeout)):
             raise AccessibilityUnavailable(
-                f"another accessibility walk of display {key} was still running after "
-                f"{timeout:g} s"
+                f"another accessibility walk of display {key} was still running after {timeout:g} s"
             )
         try:
             remaining = deadline - time.monotonic()
@@ -204,8 +203,7 @@ def _run_walker(
         )
     except OSError as exc:
         raise AccessibilityUnavailable(
-            f"cannot run {python} for the accessibility walker ({exc.strerror or exc}): "
-            f"{_APT_HINT}"
+            f"cannot run {python} for the accessibility walker ({exc.strerror or exc}): {_APT_HINT}"
         ) from exc
     try:
         out, err = proc.communicate(timeout=remaining)
@@ -226,8 +224,13 @@ def _run_walker(
         logger.debug("accessibility walker stderr (display %s): %s", key, stderr.strip())
     if status == 0:
         text = out.decode("utf-8", "replace")
-        logger.debug("accessibility walk %s of %s: %d chars in %.2f s",
-                     " ".join(args) or "tree", key, len(text), elapsed)
+        logger.debug(
+            "accessibility walk %s of %s: %d chars in %.2f s",
+            " ".join(args) or "tree",
+            key,
+            len(text),
+            elapsed,
+        )
         return 0, text
     if status == _EXIT_NO_TERMINAL and "--terminal" in args:
         return status, ""

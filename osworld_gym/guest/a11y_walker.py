@@ -62,8 +62,15 @@ MAX_SLOW_FAILURES = 3
 # Characters XML 1.0 forbids (they also cannot be passed through lxml by OSWorld's parsers).
 _XML_INVALID = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _ATTR_ESCAPES = str.maketrans(
-    {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\n": "&#10;", "\r": "&#13;",
-     "\t": "&#9;"}
+    {
+        "&": "&amp;",
+        "<": "&lt;",
+        ">": "&gt;",
+        '"': "&quot;",
+        "\n": "&#10;",
+        "\r": "&#13;",
+        "\t": "&#9;",
+    }
 )
 _TEXT_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"})
 _CELL_NAME = re.compile(r"^\$?([A-Z]{1,3})\$?([0-9]{1,7})$")
@@ -143,7 +150,7 @@ def state_name(value_name: str) -> str:
     name = value_name
     for prefix in ("ATSPI_STATE_", "STATE_"):
         if name.startswith(prefix):
-            name = name[len(prefix):]
+            name = name[len(prefix) :]
             break
     return name.lower()
 
@@ -489,8 +496,7 @@ class Walker:
         if rect is None or rect.width <= 0 or rect.height <= 0:
             return []
         corners = []
-        for x, y in ((rect.x + 1, rect.y + 1),
-                     (rect.x + rect.width - 2, rect.y + rect.height - 2)):
+        for x, y in ((rect.x + 1, rect.y + 1), (rect.x + rect.width - 2, rect.y + rect.height - 2)):
             cell = self._call(atspi.Component.get_accessible_at_point, table, x, y, self._screen)
             position = self._cell_position(table, cell) if cell is not None else None
             if position is None:
@@ -577,18 +583,31 @@ def _write_stdout(text: str) -> None:
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--terminal", action="store_true",
-                        help="print the focused terminal's text instead of the XML tree")
-    parser.add_argument("--prune", action="store_true",
-                        help="skip the subtrees of nodes that are not showing")
-    parser.add_argument("--lean", action="store_true",
-                        help="leave out attr:, val: and act: attributes")
+    parser.add_argument(
+        "--terminal",
+        action="store_true",
+        help="print the focused terminal's text instead of the XML tree",
+    )
+    parser.add_argument(
+        "--prune", action="store_true", help="skip the subtrees of nodes that are not showing"
+    )
+    parser.add_argument(
+        "--lean", action="store_true", help="leave out attr:, val: and act: attributes"
+    )
     parser.add_argument("--max-depth", type=int, default=MAX_DEPTH)
     parser.add_argument("--max-children", type=int, default=MAX_CHILDREN)
-    parser.add_argument("--call-timeout-ms", type=int, default=1000,
-                        help="libatspi timeout of one call into an application")
-    parser.add_argument("--startup-timeout-ms", type=int, default=3000,
-                        help="grace period of a starting application before timeouts apply")
+    parser.add_argument(
+        "--call-timeout-ms",
+        type=int,
+        default=1000,
+        help="libatspi timeout of one call into an application",
+    )
+    parser.add_argument(
+        "--startup-timeout-ms",
+        type=int,
+        default=3000,
+        help="grace period of a starting application before timeouts apply",
+    )
     return parser.parse_args(argv)
 
 

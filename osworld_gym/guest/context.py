@@ -60,6 +60,7 @@ class GuestContext:
         self.x11 = X11Session(config.display)
         self.capture = ScreenCapture(config.display, pointer=self.x11.cursor_position)
         self.input_lock = threading.Lock()
+        self.a11y_lock = threading.Lock()  # one accessibility walk of this display at a time
         self.recorder = Recorder()
         self._children: list[subprocess.Popen[bytes]] = []
         self._children_lock = threading.Lock()

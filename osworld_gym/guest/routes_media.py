@@ -31,7 +31,7 @@ def end_recording(ctx: GuestContext, request: Request) -> Response:
 def accessibility(ctx: GuestContext, request: Request) -> Response:
     """``/accessibility``: OSWorld's XML a11y tree as ``{"AT": xml}``, or a clear 503."""
     try:
-        xml = a11y.accessibility_tree(ctx.config.display, ctx.child_env())
+        xml = a11y.accessibility_tree(ctx.config.display, ctx.child_env(), lock=ctx.a11y_lock)
     except a11y.AccessibilityUnavailable as e:
         raise HTTPError(503, f"accessibility tree unavailable: {e}") from e
     return Response.json({"AT": xml})
@@ -40,7 +40,7 @@ def accessibility(ctx: GuestContext, request: Request) -> Response:
 def terminal(ctx: GuestContext, request: Request) -> Response:
     """``/terminal``: text of the focused terminal through AT-SPI, else ``null`` (as OSWorld)."""
     try:
-        output = a11y.terminal_text(ctx.config.display, ctx.child_env())
+        output = a11y.terminal_text(ctx.config.display, ctx.child_env(), lock=ctx.a11y_lock)
     except a11y.AccessibilityUnavailable as e:
         logger.debug("terminal text unavailable: %s", e)
         output = None

@@ -61,13 +61,21 @@ def _system_gi_problem() -> str | None:
     if not os.path.exists(a11y.SYSTEM_PYTHON):
         return f"{a11y.SYSTEM_PYTHON} is missing"
     probe = subprocess.run(
-        [a11y.SYSTEM_PYTHON, "-I", "-c",
-         "import gi; gi.require_version('Atspi', '2.0'); from gi.repository import Atspi"],
-        capture_output=True, text=True, timeout=30,
+        [
+            a11y.SYSTEM_PYTHON,
+            "-I",
+            "-c",
+            "import gi; gi.require_version('Atspi', '2.0'); from gi.repository import Atspi",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     if probe.returncode != 0:
-        return f"{a11y.SYSTEM_PYTHON} cannot import gi.repository.Atspi (apt-get install " \
-               f"python3-pyatspi): {probe.stderr.strip().splitlines()[-1:]}"
+        return (
+            f"{a11y.SYSTEM_PYTHON} cannot import gi.repository.Atspi (apt-get install "
+            f"python3-pyatspi): {probe.stderr.strip().splitlines()[-1:]}"
+        )
     return None
 
 
@@ -99,7 +107,7 @@ def _ppid_map() -> dict[int, int]:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2:].split()
+        fields = stat[stat.rfind(")") + 2 :].split()
         parents[int(entry)] = int(fields[1])
     return parents
 
@@ -120,7 +128,7 @@ def _alive(pid: int) -> bool:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
-    return stat[stat.rfind(")") + 2:].split()[0] != "Z"
+    return stat[stat.rfind(")") + 2 :].split()[0] != "Z"
 
 
 def _kill(pids: list[int], popens: dict[int, subprocess.Popen[bytes]]) -> None:
@@ -168,8 +176,9 @@ class A11yDesktop:
     def spawn(self, argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
         log = open(self.root / f"{Path(argv[0]).name}.log", "ab")
         try:
-            proc = subprocess.Popen(argv, env=self.env, stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=log, **kwargs)
+            proc = subprocess.Popen(
+                argv, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=log, **kwargs
+            )
         finally:
             log.close()
         self.popens[proc.pid] = proc
@@ -178,8 +187,19 @@ class A11yDesktop:
     def start(self) -> None:
         read_fd, write_fd = os.pipe()
         try:
-            self.spawn(["Xvfb", "-displayfd", str(write_fd), "-screen", "0",
-                        f"{SCREEN_W}x{SCREEN_H}x24", "-nolisten", "tcp"], pass_fds=(write_fd,))
+            self.spawn(
+                [
+                    "Xvfb",
+                    "-displayfd",
+                    str(write_fd),
+                    "-screen",
+                    "0",
+                    f"{SCREEN_W}x{SCREEN_H}x24",
+                    "-nolisten",
+                    "tcp",
+                ],
+                pass_fds=(write_fd,),
+            )
             os.close(write_fd)
             write_fd = -1
             data = b""
@@ -201,8 +221,13 @@ class A11yDesktop:
 
         out = subprocess.run(
             ["dbus-daemon", "--session", "--fork", "--print-address=1", "--print-pid=1"],
-            env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, timeout=15, check=True, text=True,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            timeout=15,
+            check=True,
+            text=True,
         ).stdout.split("\n")
         self.daemons.append(int(out[1]))
         self.env["DBUS_SESSION_BUS_ADDRESS"] = out[0].strip()
@@ -247,18 +272,42 @@ def a11y_desktop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[A11yDeskt
 
         _wait_for(lambda: mousepad_text() is not None, 30, "mousepad's text area in the a11y tree")
         if shutil.which("xdotool"):
-            subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--class", "mousepad",
-                            "windowactivate", "--sync"], env=desktop.env, timeout=15,
-                           check=True, capture_output=True)
-            subprocess.run(["xdotool", "type", "--delay", "5", TYPED], env=desktop.env,
-                           timeout=30, check=True, capture_output=True)
+            subprocess.run(
+                [
+                    "xdotool",
+                    "search",
+                    "--sync",
+                    "--onlyvisible",
+                    "--class",
+                    "mousepad",
+                    "windowactivate",
+                    "--sync",
+                ],
+                env=desktop.env,
+                timeout=15,
+                check=True,
+                capture_output=True,
+            )
+            subprocess.run(
+                ["xdotool", "type", "--delay", "5", TYPED],
+                env=desktop.env,
+                timeout=30,
+                check=True,
+                capture_output=True,
+            )
         else:  # no xdotool: type through AT-SPI's EditableText interface instead
             subprocess.run(
                 [a11y.SYSTEM_PYTHON, "-I", "-c", _INSERT_TEXT_SCRIPT, TYPED],
-                env=desktop.env, timeout=30, check=True, capture_output=True,
+                env=desktop.env,
+                timeout=30,
+                check=True,
+                capture_output=True,
             )
-        _wait_for(lambda: (t := mousepad_text()) is not None and TYPED in (t.text or ""), 15,
-                  "the typed text in mousepad's text area")
+        _wait_for(
+            lambda: (t := mousepad_text()) is not None and TYPED in (t.text or ""),
+            15,
+            "the typed text in mousepad's text area",
+        )
         yield desktop
     finally:
         desktop.stop()
@@ -341,8 +390,9 @@ def test_tree_shows_mousepad_with_typed_text(a11y_desktop: A11yDesktop) -> None:
 @pytest.mark.apps
 def test_prune_and_lean_options(a11y_desktop: A11yDesktop) -> None:
     full = ET.fromstring(a11y.accessibility_tree(a11y_desktop.display, a11y_desktop.env))
-    lean = ET.fromstring(a11y.accessibility_tree(a11y_desktop.display, a11y_desktop.env,
-                                                 prune=True, lean=True))
+    lean = ET.fromstring(
+        a11y.accessibility_tree(a11y_desktop.display, a11y_desktop.env, prune=True, lean=True)
+    )
     assert 0 < sum(1 for _ in lean.iter()) < sum(1 for _ in full.iter())
     assert any(TYPED in (t.text or "") for t in lean.iter("text"))
     for element in lean.iter():
@@ -357,13 +407,18 @@ def test_terminal_text_is_none_without_a_terminal(a11y_desktop: A11yDesktop) -> 
 @pytest.mark.apps
 def test_concurrent_calls_are_serialised(a11y_desktop: A11yDesktop) -> None:
     results: list[object] = []
+    lock = threading.Lock()  # as the guest server holds one per display
 
     def call(i: int) -> None:
         try:
             if i % 2:
-                results.append(a11y.terminal_text(a11y_desktop.display, a11y_desktop.env))
+                results.append(
+                    a11y.terminal_text(a11y_desktop.display, a11y_desktop.env, lock=lock)
+                )
             else:
-                results.append(a11y.accessibility_tree(a11y_desktop.display, a11y_desktop.env))
+                results.append(
+                    a11y.accessibility_tree(a11y_desktop.display, a11y_desktop.env, lock=lock)
+                )
         except Exception as exc:  # noqa: BLE001 - collected and asserted on below
             results.append(exc)
 
@@ -374,8 +429,15 @@ def test_concurrent_calls_are_serialised(a11y_desktop: A11yDesktop) -> None:
         thread.join(60)
     assert len(results) == 4
     assert sum(1 for r in results if r is None) == 2
-    assert sum(1 for r in results if isinstance(r, str) and TYPED.replace("&", "&amp;").replace(
-        "<", "&lt;").replace(">", "&gt;") in r) == 2
+    assert (
+        sum(
+            1
+            for r in results
+            if isinstance(r, str)
+            and TYPED.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") in r
+        )
+        == 2
+    )
 
 
 @pytest.mark.apps
@@ -385,14 +447,27 @@ def test_terminal_text_of_a_focused_vte_terminal(a11y_desktop: A11yDesktop) -> N
         pytest.skip("needs lxterminal (a VTE terminal; xterm has no AT-SPI) and xdotool")
     proc = a11y_desktop.spawn([terminal])
     try:
-        _wait_for(lambda: a11y.terminal_text(a11y_desktop.display, a11y_desktop.env) is not None,
-                  30, "a focused terminal")
-        subprocess.run(["xdotool", "type", "--delay", "5", "echo term-$((6*7))\n"],
-                       env=a11y_desktop.env, timeout=30, check=True, capture_output=True)
+        _wait_for(
+            lambda: a11y.terminal_text(a11y_desktop.display, a11y_desktop.env) is not None,
+            30,
+            "a focused terminal",
+        )
+        subprocess.run(
+            ["xdotool", "type", "--delay", "5", "echo term-$((6*7))\n"],
+            env=a11y_desktop.env,
+            timeout=30,
+            check=True,
+            capture_output=True,
+        )
         text = _wait_for(
-            lambda: (t := a11y.terminal_text(a11y_desktop.display, a11y_desktop.env))
-            and "term-42" in t and t,
-            15, "the command output in the terminal text")
+            lambda: (
+                (t := a11y.terminal_text(a11y_desktop.display, a11y_desktop.env))
+                and "term-42" in t
+                and t
+            ),
+            15,
+            "the command output in the terminal text",
+        )
         assert text == text.rstrip()
     finally:
         _kill(_descendants([proc.pid])[::-1] + [proc.pid], a11y_desktop.popens)
@@ -417,8 +492,13 @@ def test_walker_refuses_to_start_without_a_bus() -> None:
         pytest.skip(f"{a11y.SYSTEM_PYTHON} is missing")
     dead = next(n for n in range(4242, 4342) if not os.path.exists(f"/tmp/.X11-unix/X{n}"))
     for env in ({"PATH": "/usr/bin:/bin"}, {"PATH": "/usr/bin:/bin", "DISPLAY": f":{dead}"}):
-        proc = subprocess.run([a11y.SYSTEM_PYTHON, "-I", str(a11y.WALKER)], env=env,
-                              capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(
+            [a11y.SYSTEM_PYTHON, "-I", str(a11y.WALKER)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert proc.returncode == walker.EXIT_NO_BUS, proc
         assert proc.stdout == ""
         assert len(proc.stderr.strip().splitlines()) == 1
@@ -468,8 +548,9 @@ def test_interpreter_without_gi_gets_an_apt_hint() -> None:
     if importlib.util.find_spec("gi") is not None:
         pytest.skip("this Python can import gi")
     with pytest.raises(a11y.AccessibilityUnavailable, match="apt-get install python3-pyatspi"):
-        a11y.accessibility_tree("", {"DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent"},
-                                python=sys.executable)
+        a11y.accessibility_tree(
+            "", {"DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent"}, python=sys.executable
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -503,12 +584,18 @@ def test_environment_problem() -> None:
 
 def test_serialize_round_trips_through_an_xml_parser() -> None:
     root = walker.Element("desktop-frame")
-    app = walker.Element("application", {"name": "app \"one\" <&>"})
+    app = walker.Element("application", {"name": 'app "one" <&>'})
     node = walker.Element(
         "push-button",
-        {"name": "line1\nline2\ttab\x01ctl", "st:showing": "true", "attr:xml-roles": "a&b",
-         "cp:screencoord": "(1, 2)", "val:value": "42.0", "act:click_desc": "",
-         "image": "true"},
+        {
+            "name": "line1\nline2\ttab\x01ctl",
+            "st:showing": "true",
+            "attr:xml-roles": "a&b",
+            "cp:screencoord": "(1, 2)",
+            "val:value": "42.0",
+            "act:click_desc": "",
+            "image": "true",
+        },
         "text <b>&amp;\r\nnext\x0b\uffff",
     )
     empty = walker.Element("separator", {"name": ""})
@@ -545,8 +632,10 @@ class _State(int):
         return state
 
 
-_STATES = {i: _State(i, n) for i, n in
-           enumerate(["INVALID", "ACTIVE", "FOCUSED", "SHOWING", "VISIBLE", "MULTI_LINE"])}
+_STATES = {
+    i: _State(i, n)
+    for i, n in enumerate(["INVALID", "ACTIVE", "FOCUSED", "SHOWING", "VISIBLE", "MULTI_LINE"])
+}
 
 
 class _StateType:
@@ -555,15 +644,24 @@ class _StateType:
 
 
 class _Node:
-    def __init__(self, role: str, name: str = "", states: tuple[str, ...] = ("SHOWING", "VISIBLE"),
-                 ifaces: tuple[str, ...] = (), text: str = "", children: list[_Node] | None = None,
-                 extents: tuple[int, int, int, int] = (0, 0, 10, 10), hang: bool = False) -> None:
+    def __init__(
+        self,
+        role: str,
+        name: str = "",
+        states: tuple[str, ...] = ("SHOWING", "VISIBLE"),
+        ifaces: tuple[str, ...] = (),
+        text: str = "",
+        children: list[_Node] | None = None,
+        extents: tuple[int, int, int, int] = (0, 0, 10, 10),
+        hang: bool = False,
+    ) -> None:
         self.role, self.name, self.text, self.hang = role, name, text, hang
         self.states = [getattr(_StateType, s) for s in states]
         self.ifaces = ["Accessible", "Component", *ifaces]
         self.children = children or []
-        self.extents = types.SimpleNamespace(x=extents[0], y=extents[1], width=extents[2],
-                                             height=extents[3])
+        self.extents = types.SimpleNamespace(
+            x=extents[0], y=extents[1], width=extents[2], height=extents[3]
+        )
 
 
 class _HugeTable(_Node):
@@ -575,8 +673,13 @@ class _HugeTable(_Node):
     def cell(self, row: int, column: int) -> _Node:
         showing = 2 <= row <= 5 and 1 <= column <= 3
         name = f"{chr(ord('A') + column)}{row + 1}"
-        return _Node("table cell", name, ("SHOWING", "VISIBLE") if showing else ("VISIBLE",),
-                     ifaces=("Text",), text=f"v{name}")
+        return _Node(
+            "table cell",
+            name,
+            ("SHOWING", "VISIBLE") if showing else ("VISIBLE",),
+            ifaces=("Text",),
+            text=f"v{name}",
+        )
 
 
 def _fake_atspi(desktop: _Node, clock: list[float]) -> types.SimpleNamespace:
@@ -608,10 +711,12 @@ def _fake_atspi(desktop: _Node, clock: list[float]) -> types.SimpleNamespace:
         CoordType=types.SimpleNamespace(SCREEN=0),
         Role=types.SimpleNamespace(TERMINAL="terminal"),
         Accessible=accessible,
-        Component=types.SimpleNamespace(get_extents=lambda n, c: check(n).extents,
-                                        get_accessible_at_point=at_point),
-        Text=types.SimpleNamespace(get_character_count=lambda n: len(n.text),
-                                   get_text=lambda n, a, b: n.text[a:b]),
+        Component=types.SimpleNamespace(
+            get_extents=lambda n, c: check(n).extents, get_accessible_at_point=at_point
+        ),
+        Text=types.SimpleNamespace(
+            get_character_count=lambda n: len(n.text), get_text=lambda n, a, b: n.text[a:b]
+        ),
         Table=types.SimpleNamespace(get_accessible_at=lambda t, r, c: t.cell(r, c)),
         get_desktop=lambda i: desktop,
     )
@@ -624,16 +729,27 @@ def _walk(desktop: _Node, **kwargs: Any) -> tuple[Any, list[float]]:
 
 def test_huge_table_walks_its_visible_cells_only() -> None:
     sheet = _HugeTable()
-    desktop = _Node("desktop frame", children=[
-        _Node("application", "soffice", states=(), children=[
-            _Node("frame", "Calc", children=[_Node("document spreadsheet", children=[sheet])])])])
+    desktop = _Node(
+        "desktop frame",
+        children=[
+            _Node(
+                "application",
+                "soffice",
+                states=(),
+                children=[
+                    _Node(
+                        "frame", "Calc", children=[_Node("document spreadsheet", children=[sheet])]
+                    )
+                ],
+            )
+        ],
+    )
     w, _ = _walk(desktop)
     tree = walker.serialize(w.desktop_tree())
     table = ET.fromstring(tree).find(".//document-spreadsheet/table")
     assert table is not None
     cells = list(table)
-    assert [c.get("name") for c in cells] == [
-        f"{col}{row}" for row in range(3, 7) for col in "BCD"]
+    assert [c.get("name") for c in cells] == [f"{col}{row}" for row in range(3, 7) for col in "BCD"]
     assert all(c.tag == "table-cell" and c.text == "v" + c.get("name") for c in cells)
     assert cells[0].get(CP + "screencoord") == "(0, 0)"
     assert cells[0].get(Q["attr"] + "toolkit") == "fake"
@@ -655,8 +771,12 @@ def test_limits_on_depth_and_children() -> None:
 
 
 def test_stalled_application_is_dropped() -> None:
-    hung = _Node("application", "hung", states=(), children=[
-        _Node("frame", "f", hang=True) for _ in range(50)])
+    hung = _Node(
+        "application",
+        "hung",
+        states=(),
+        children=[_Node("frame", "f", hang=True) for _ in range(50)],
+    )
     fine = _Node("application", "fine", states=(), children=[_Node("frame", "ok")])
     desktop = _Node("desktop frame", children=[hung, fine])
     w, clock = _walk(desktop)
@@ -667,12 +787,17 @@ def test_stalled_application_is_dropped() -> None:
 
 def test_terminal_needs_a_focused_terminal_in_an_active_window() -> None:
     def terminal(states: tuple[str, ...]) -> _Node:
-        return _Node("terminal", "Terminal", states, ifaces=("Text",),
-                     text="$ ls\ufffc\nfile  \n\n")
+        return _Node(
+            "terminal", "Terminal", states, ifaces=("Text",), text="$ ls\ufffc\nfile  \n\n"
+        )
 
     def desktop(window_states: tuple[str, ...], term_states: tuple[str, ...]) -> _Node:
-        window = _Node("frame", "Terminal", window_states,
-                       children=[_Node("filler", children=[terminal(term_states)])])
+        window = _Node(
+            "frame",
+            "Terminal",
+            window_states,
+            children=[_Node("filler", children=[terminal(term_states)])],
+        )
         return _Node("desktop frame", children=[_Node("application", "t", (), children=[window])])
 
     on = ("SHOWING", "VISIBLE")
@@ -709,23 +834,41 @@ def test_calc_sheet_is_walked_over_its_visible_cells(a11y_desktop: A11yDesktop) 
     (profile / "user" / "registrymodifications.xcu").write_text(_LO_SETTINGS)
     env = a11y_desktop.env
     proc = a11y_desktop.spawn(
-        ["env", "SAL_USE_VCLPLUGIN=gtk3", soffice, f"-env:UserInstallation={profile.as_uri()}",
-         "--norestore", "--nologo", "--calc"])
+        [
+            "env",
+            "SAL_USE_VCLPLUGIN=gtk3",
+            soffice,
+            f"-env:UserInstallation={profile.as_uri()}",
+            "--norestore",
+            "--nologo",
+            "--calc",
+        ]
+    )
     try:
+
         def calc_window() -> str | None:
             # No --sync: xdotool's search fails on windows that vanish mid-search (splash).
             found = subprocess.run(
                 ["xdotool", "search", "--onlyvisible", "--name", "LibreOffice Calc"],
-                env=env, timeout=30, capture_output=True, text=True)
+                env=env,
+                timeout=30,
+                capture_output=True,
+                text=True,
+            )
             return found.stdout.split()[0] if found.stdout.split() else None
 
         window = _wait_for(calc_window, 120, "LibreOffice Calc's window", step=0.5)
-        for args in (["windowactivate", "--sync", window], ["key", "ctrl+Home"],
-                     ["type", "--delay", "20", "Marker77"], ["key", "Tab"],
-                     ["type", "--delay", "20", "42"], ["key", "Return"],
-                     ["mousemove", "300", "300"], ["mousemove", "400", "350"]):
-            subprocess.run(["xdotool", *args], env=env, timeout=30, check=True,
-                           capture_output=True)
+        for args in (
+            ["windowactivate", "--sync", window],
+            ["key", "ctrl+Home"],
+            ["type", "--delay", "20", "Marker77"],
+            ["key", "Tab"],
+            ["type", "--delay", "20", "42"],
+            ["key", "Return"],
+            ["mousemove", "300", "300"],
+            ["mousemove", "400", "350"],
+        ):
+            subprocess.run(["xdotool", *args], env=env, timeout=30, check=True, capture_output=True)
             time.sleep(0.3)
 
         def cells() -> dict[str, ET.Element]:
