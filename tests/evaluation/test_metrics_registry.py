@@ -56,13 +56,28 @@ EXTRA = {
     "check_global_key_play_pause", "is_vlc_recordings_folder", "check_config_status",
     "check_thunderbird_prefs", "check_thunderbird_filter",
 }  # fmt: skip
+# The remaining file/value-based metrics of the task snapshot (GIMP, Impress, Writer, PDFs,
+# MP3 tags, mail folders, HTML, accessibility trees, window sizes).
+FILE_CHECKS = {
+    "check_brightness_decrease_and_structure_sim", "check_saturation_increase_and_structure_sim",
+    "check_contrast_increase_and_structure_sim", "check_palette_and_structure_sim",
+    "check_file_exists_and_structure_sim", "check_image_mirror", "check_structure_sim_resized",
+    "check_structure_sim_with_threshold", "check_green_background", "check_triangle_position",
+    "check_textbox_on_leftside", "check_transition", "check_auto_saving_time",
+    "evaluate_presentation_fill_to_rgb_distance", "check_image_stretch_and_center",
+    "check_page_number_colors", "check_left_panel", "check_accessibility_tree",
+    "check_tabstops", "evaluate_colored_words_in_tables", "check_highlighted_words",
+    "compare_unique_train_records", "compare_references", "fuzzy_place_math",
+    "compare_conference_city_in_order", "check_pdf_pages", "compare_pdf_images",
+    "compare_htmls", "check_mp3_meta", "is_vlc_fullscreen", "check_thunderbird_folder",
+}  # fmt: skip
 # Implemented for OSWorld compatibility although no task of this snapshot uses it.
 UNUSED_BY_TASKS = {"fuzzy_match"}
 
 
 def test_registry_holds_exactly_the_claimed_metrics() -> None:
     print(f"{len(METRICS)} metrics: {', '.join(metric_names())}")
-    assert set(METRICS) == REQUIRED | EXTRA
+    assert set(METRICS) == REQUIRED | EXTRA | FILE_CHECKS
     assert metric_names() == sorted(METRICS)
     assert all(callable(fn) and fn.__name__ == name for name, fn in METRICS.items())
 
@@ -110,7 +125,7 @@ def _task_metric_uses() -> collections.Counter[str]:
 @pytest.mark.skipif(not TASKS_DIR.is_dir(), reason=f"OSWorld task files not at {TASKS_DIR}")
 def test_claimed_metrics_are_the_names_real_tasks_use() -> None:
     uses = _task_metric_uses()
-    for name in sorted(REQUIRED | EXTRA):
+    for name in sorted(REQUIRED | EXTRA | FILE_CHECKS):
         used = uses[name] > 0
         assert used is (name not in UNUSED_BY_TASKS), f"{name}: {uses[name]} task uses"
         assert get_metric(name) is METRICS[name]
@@ -154,7 +169,7 @@ def test_importing_metrics_loads_no_heavy_library() -> None:
         "import sys, osworld_gym; before = set(sys.modules);"
         "import osworld_gym.evaluation.metrics as m; m.get_metric('compare_table');"
         "heavy = {'pandas', 'openpyxl', 'docx', 'pptx', 'odf', 'pypdf', 'rapidfuzz', 'lxml',"
-        " 'PIL', 'numpy', 'yaml'};"
+        " 'PIL', 'numpy', 'yaml', 'mutagen', 'cssselect'};"
         "print(sorted(heavy & {k.split('.')[0] for k in set(sys.modules) - before}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,9 +1,9 @@
 """Pure metric functions under OSWorld's names, and their registry.
 
 Metrics score files and values on the host; they never touch a desktop. Heavy libraries
-(openpyxl, pandas, python-docx, python-pptx, odfpy, pypdf, rapidfuzz) are imported when a
-metric runs; a missing one raises ``DependencyNotInstalled`` with the install command
-``pip install 'osworld-gym[eval]'``.
+(openpyxl, pandas, python-docx, python-pptx, odfpy, pypdf, rapidfuzz, lxml, cssselect,
+mutagen) are imported when a metric runs; a missing one raises ``DependencyNotInstalled``
+with the install command ``pip install 'osworld-gym[eval]'``.
 
 Example:
     >>> from osworld_gym.evaluation.metrics import get_metric

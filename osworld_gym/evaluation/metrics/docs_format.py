@@ -18,7 +18,7 @@ logger = logging.getLogger(__name__)
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
 
-def _open(*paths: str | None) -> list[Any] | None:
+def open_documents(*paths: str | None) -> list[Any] | None:
     """python-docx documents for every path; ``None`` when one is missing or unreadable."""
     if not all(paths):
         return None
@@ -32,7 +32,7 @@ def _open(*paths: str | None) -> list[Any] | None:
 
 def compare_docx_tables(result: str | None, expected: str | None) -> float:
     """1 when both documents have the same number of tables, shapes and stripped cell texts."""
-    docs = _open(result, expected)
+    docs = open_documents(result, expected)
     if docs is None:
         return 0.0
     tables1, tables2 = docs[0].tables, docs[1].tables
@@ -55,7 +55,7 @@ def compare_line_spacing(result: str | None, expected: str | None) -> float:
     """
     if not result or not expected or not compare_docx_files(result, expected):
         return 0.0
-    docs = _open(result, expected)
+    docs = open_documents(result, expected)
     if docs is None:
         return 0.0
     p1s, p2s = docs[0].paragraphs, docs[1].paragraphs
@@ -71,7 +71,7 @@ def compare_line_spacing(result: str | None, expected: str | None) -> float:
 
 def compare_font_names(result: str | None, rules: Mapping[str, Any]) -> float:
     """1 when every run of every body paragraph names the font ``rules["font_name"]``."""
-    docs = _open(result)
+    docs = open_documents(result)
     if docs is None:
         return 0.0
     want = rules["font_name"]
@@ -80,7 +80,7 @@ def compare_font_names(result: str | None, rules: Mapping[str, Any]) -> float:
 
 def compare_subscript_contains(result: str | None, expected: str | None) -> float:
     """1 when some run is subscript in both documents at the same paragraph and run index."""
-    docs = _open(result, expected)
+    docs = open_documents(result, expected)
     if docs is None:
         return 0.0
     for p1, p2 in zip(docs[0].paragraphs, docs[1].paragraphs, strict=False):
@@ -92,7 +92,7 @@ def compare_subscript_contains(result: str | None, expected: str | None) -> floa
 
 def is_first_line_centered(result: str | None) -> float:
     """1 when the first paragraph is centre-aligned."""
-    docs = _open(result)
+    docs = open_documents(result)
     if docs is None or not docs[0].paragraphs:
         return 0.0
     center = require("docx.enum.text").WD_PARAGRAPH_ALIGNMENT.CENTER
@@ -101,7 +101,7 @@ def is_first_line_centered(result: str | None) -> float:
 
 def contains_page_break(result: str | None, rules: Mapping[str, Any] | None = None) -> float:
     """1 when body runs hold a page break (exactly ``rules["page_break_count"]`` if given)."""
-    docs = _open(result)
+    docs = open_documents(result)
     if docs is None:
         return 0.0
     count = sum(
@@ -119,7 +119,7 @@ def contains_page_break(result: str | None, rules: Mapping[str, Any] | None = No
 
 def has_page_numbers_in_footers(result: str | None) -> float:
     """1 when the first footer paragraph of every section contains a digit."""
-    docs = _open(result)
+    docs = open_documents(result)
     if docs is None:
         return 0.0
     for section in docs[0].sections:
@@ -134,7 +134,7 @@ def check_italic_font_size_14(result: str | None, expected: str | None) -> float
     """1 when the texts match and every italic run is set in 14 pt."""
     if not result or not expected or not compare_docx_files(result, expected):
         return 0.0
-    docs = _open(result)
+    docs = open_documents(result)
     if docs is None:
         return 0.0
     italic_runs = [r for p in docs[0].paragraphs for r in p.runs if r.italic]
@@ -145,7 +145,7 @@ def evaluate_strike_through_last_paragraph(result: str | None, expected: str | N
     """1 when the texts match and every run of the last paragraph is struck through."""
     if not result or not expected or not compare_docx_files(result, expected):
         return 0.0
-    docs = _open(result)
+    docs = open_documents(result)
     if docs is None or not docs[0].paragraphs:
         return 0.0
     return float(all(run.font.strike for run in docs[0].paragraphs[-1].runs))
@@ -153,7 +153,7 @@ def evaluate_strike_through_last_paragraph(result: str | None, expected: str | N
 
 def compare_docx_images(result: str | None, expected: str | None) -> float:
     """1 when both documents embed the same images (decoded pixels, in relation order)."""
-    docs = _open(result, expected)
+    docs = open_documents(result, expected)
     if docs is None:
         return 0.0
     image = require("PIL.Image")

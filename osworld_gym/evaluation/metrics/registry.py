@@ -14,16 +14,25 @@ from typing import Any
 
 from osworld_gym.errors import UnknownMetricError
 from osworld_gym.evaluation.metrics import (
+    a11y,
     app_config,
     archives,
     docs,
+    docs_checks,
     docs_format,
     files,
     general,
+    gimp,
+    gimp_layout,
     images,
+    mail,
+    media,
     os_state,
+    pdf_html,
     slides,
+    slides_checks,
     table,
+    table_checks,
     vscode,
 )
 
@@ -59,6 +68,7 @@ _ALL: tuple[Metric, ...] = (
     vscode.is_extension_installed,
     vscode.compare_config,
     # desktop state
+    a11y.check_accessibility_tree,
     os_state.check_gnome_favorite_apps,
     os_state.is_utc_0,
     os_state.check_moved_jpgs,
@@ -75,12 +85,20 @@ _ALL: tuple[Metric, ...] = (
     app_config.check_config_status,
     app_config.check_thunderbird_prefs,
     app_config.check_thunderbird_filter,
+    mail.check_thunderbird_folder,
     # spreadsheets
     table.compare_table,
+    table_checks.compare_conference_city_in_order,
     # presentations
     slides.compare_pptx_files,
     slides.check_slide_orientation_Portrait,
     app_config.check_presenter_console_disable,
+    slides_checks.check_transition,
+    slides_checks.check_auto_saving_time,
+    slides_checks.evaluate_presentation_fill_to_rgb_distance,
+    slides_checks.check_image_stretch_and_center,
+    slides_checks.check_page_number_colors,
+    a11y.check_left_panel,
     # documents
     docs.compare_docx_files,
     docs.compare_docx_files_and_ignore_new_lines,
@@ -96,17 +114,40 @@ _ALL: tuple[Metric, ...] = (
     docs_format.check_italic_font_size_14,
     docs_format.evaluate_strike_through_last_paragraph,
     app_config.find_default_font,
+    docs_checks.check_tabstops,
+    docs_checks.evaluate_colored_words_in_tables,
+    docs_checks.check_highlighted_words,
+    docs_checks.compare_unique_train_records,
+    docs_checks.compare_references,
+    docs_checks.fuzzy_place_math,
     # images
     images.compare_images,
     images.check_image_size,
     images.check_image_file_size,
     images.compare_image_list,
     images.check_structure_sim,
+    gimp.check_brightness_decrease_and_structure_sim,
+    gimp.check_saturation_increase_and_structure_sim,
+    gimp.check_contrast_increase_and_structure_sim,
+    gimp.check_palette_and_structure_sim,
+    gimp.check_file_exists_and_structure_sim,
+    gimp.check_image_mirror,
+    gimp.check_structure_sim_resized,
+    gimp.check_structure_sim_with_threshold,
+    gimp_layout.check_green_background,
+    gimp_layout.check_triangle_position,
+    gimp_layout.check_textbox_on_leftside,
+    # audio and video
+    media.check_mp3_meta,
+    media.is_vlc_fullscreen,
     # archives and e-books
     archives.compare_pdfs,
     archives.compare_archive,
     archives.compare_zip_files,
     archives.compare_epub,
+    pdf_html.check_pdf_pages,
+    pdf_html.compare_pdf_images,
+    pdf_html.compare_htmls,
 )
 
 

@@ -1,0 +1,235 @@
+"""Presentation checks on one deck (or one setting): transitions, colours, picture layout.
+
+OSWorld's ``slides`` module, apart from ``compare_pptx_files`` (:mod:`.slides`). ``.pptx``
+files are read with python-pptx or, for raw XML parts, as a zip archive; LibreOffice's
+``registrymodifications.xcu`` is read as XML. A missing or unreadable file scores 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import zipfile
+from collections.abc import Callable, Mapping
+from typing import Any
+from xml.etree import ElementTree
+
+from osworld_gym.evaluation.metrics._deps import require
+from osworld_gym.evaluation.metrics.slides import background_color
+
+logger = logging.getLogger(__name__)
+
+_NS = {
+    "a": "http://schemas.openxmlformats.org/drawingml/2006/main",
+    "p": "http://schemas.openxmlformats.org/presentationml/2006/main",
+}
+_OOR = "{http://openoffice.org/2001/registry}"
+_AUTOSAVE_ITEM = "/org.openoffice.Office.Common/Save/Document"
+_PICTURE = 13  # MSO_SHAPE_TYPE.PICTURE
+_HALF_INCH = 457200  # EMU; check_image_stretch_and_center's tolerance
+_WHITE_DISTANCE = math.sqrt(3 * 255**2)  # the largest RGB distance
+_COLOUR_MARGIN = 50  # check_page_number_colors: a channel must beat the others by this much
+
+_COLOUR_TESTS: Mapping[str, Callable[[int, int, int], bool]] = {
+    "red": lambda r, g, b: r > g + _COLOUR_MARGIN and r > b + _COLOUR_MARGIN,
+    "green": lambda r, g, b: g > r + _COLOUR_MARGIN and g > b + _COLOUR_MARGIN,
+    "blue": lambda r, g, b: b > r + _COLOUR_MARGIN and b > g + _COLOUR_MARGIN,
+    "black": lambda r, g, b: max(r, g, b) < _COLOUR_MARGIN,
+}
+
+
+def _zip_xml(path: str, member: str) -> ElementTree.Element | None:
+    """One XML part of an OOXML package; ``None`` when the file or the part is missing."""
+    try:
+        with zipfile.ZipFile(path) as archive, archive.open(member) as part:
+            return ElementTree.parse(part).getroot()
+    except (OSError, KeyError, zipfile.BadZipFile, ElementTree.ParseError) as e:
+        logger.info("cannot read %s from %s: %s", member, path, e)
+        return None
+
+
+def check_transition(result: str | None, rules: Mapping[str, Any]) -> float:
+    """1 when slide ``rules["slide_idx"]`` (0-based) has the transition ``transition_type``.
+
+    The slide is the part ``ppt/slides/slide<N+1>.xml``; its ``p:transition`` element must
+    contain an element named after the transition (e.g. ``dissolve``), at any depth.
+    """
+    if not result:
+        return 0.0
+    root = _zip_xml(result, f"ppt/slides/slide{int(rules['slide_idx']) + 1}.xml")
+    if root is None:
+        return 0.0
+    transition = root.find(".//p:transition", _NS)
+    if transition is None:
+        return 0.0
+    return float(transition.find(f".//p:{rules['transition_type']}", _NS) is not None)
+
+
+def check_auto_saving_time(result: str | None, rules: Mapping[str, Any]) -> float:
+    """1 when LibreOffice's auto-save interval (``registrymodifications.xcu``) is ``minutes``.
+
+    The value is the ``AutoSaveTimeIntervall`` property of the
+    ``/org.openoffice.Office.Common/Save/Document`` item (the last one wins).
+    """
+    if not result:
+        return 0.0
+    try:
+        root = ElementTree.parse(result).getroot()
+    except (OSError, ElementTree.ParseError) as e:
+        logger.info("check_auto_saving_time: cannot read %s: %s", result, e)
+        return 0.0
+    interval = None
+    for item in root.iter("item"):
+        if item.get(f"{_OOR}path") != _AUTOSAVE_ITEM:
+            continue
+        for prop in item.iter("prop"):
+            value = prop.find("value")
+            if prop.get(f"{_OOR}name") == "AutoSaveTimeIntervall" and value is not None:
+                interval = value.text
+    try:
+        return float(interval is not None and int(interval) == int(rules["minutes"]))
+    except ValueError:
+        return 0.0
+
+
+def _distance_to(colour: Any, rgb: tuple[int, ...], original: tuple[int, ...] | None) -> float:
+    """Normalised RGB distance of a background colour to ``rgb``; 1 for unchanged or unknown."""
+    if not isinstance(colour, tuple) or len(colour) != 3:  # no fill, theme colour
+        return 1.0
+    if original is not None and tuple(colour) == original:
+        return 1.0
+    return math.dist(colour, rgb) / _WHITE_DISTANCE
+
+
+def evaluate_presentation_fill_to_rgb_distance(
+    result: str | None, rules: Mapping[str, Any]
+) -> float:
+    """How close every slide's background is to ``rules["rgb"]``, in [0, 1].
+
+    Args:
+        result: Path of the ``.pptx``.
+        rules: ``rgb`` (the wanted colour) and optional ``original_rgb``: a slide still in
+            that colour counts as the farthest possible.
+
+    Returns:
+        ``1 - mean(distance)`` over the slides, where a slide's distance is its solid
+        background's RGB distance to ``rgb`` divided by black-to-white; a slide without a
+        solid RGB background (own or its master's) has distance 1. 0.0 for a missing,
+        unreadable or empty deck.
+    """
+    if not result:
+        return 0.0
+    try:
+        slides = list(require("pptx").Presentation(result).slides)
+    except Exception as e:  # any unreadable agent output scores 0
+        logger.info("evaluate_presentation_fill_to_rgb_distance: %s", e)
+        return 0.0
+    if not slides:
+        return 0.0
+    rgb = tuple(rules["rgb"])
+    original = tuple(rules["original_rgb"]) if rules.get("original_rgb") is not None else None
+    distances = [_distance_to(background_color(slide), rgb, original) for slide in slides]
+    return 1.0 - sum(distances) / len(distances)
+
+
+def check_image_stretch_and_center(result: str | None, expected: str | None) -> float:
+    """1 when the first slide's picture now covers the whole slide, centred.
+
+    The picture is found in ``result``'s first slide by its image bytes (those of the first
+    picture on ``expected``'s first slide). Its size must equal the slide size and its
+    position the centred one, each within half an inch.
+    """
+    if not result or not expected:
+        return 0.0
+    presentation = require("pptx").Presentation
+    try:
+        original, modified = presentation(expected), presentation(result)
+    except Exception as e:  # any unreadable agent output scores 0
+        logger.info("check_image_stretch_and_center: %s", e)
+        return 0.0
+    if not len(original.slides) or not len(modified.slides):
+        return 0.0
+    before = [s for s in original.slides[0].shapes if s.shape_type == _PICTURE]
+    if not before:
+        return 0.0
+    blob = before[0].image.blob
+    after = [s for s in modified.slides[0].shapes if s.shape_type == _PICTURE]
+    matches = [s for s in after if s.image.blob == blob]
+    if not matches:
+        return 0.0
+    picture = matches[-1]
+    width, height = original.slide_width, original.slide_height
+    off = (
+        abs(picture.width - width),
+        abs(picture.height - height),
+        abs(picture.left - (width - picture.width) / 2),
+        abs(picture.top - (height - picture.height) / 2),
+    )
+    return float(max(off) <= _HALF_INCH)
+
+
+def _hex_rgb(value: str | None) -> tuple[int, int, int] | None:
+    """``"FF0000"`` → ``(255, 0, 0)``; ``None`` for anything else.
+
+    Example:
+        >>> _hex_rgb("#00ff7f"), _hex_rgb("red")
+        ((0, 255, 127), None)
+    """
+    digits = (value or "").lstrip("#")
+    if len(digits) != 6:
+        return None
+    try:
+        return int(digits[0:2], 16), int(digits[2:4], 16), int(digits[4:6], 16)
+    except ValueError:
+        return None
+
+
+def _slide_number_colour(master: ElementTree.Element) -> str | None:
+    """The colour of the master's slide-number placeholder, else OSWorld's fallback.
+
+    OSWorld's own lookup ends at its fallback (its search under the empty ``p:ph`` element
+    never finds a colour): the last non-black run colour on the master. The placeholder
+    shape's explicit colour is read first here, so a master whose slide number is set to
+    black while other text is red is not taken for red.
+    """
+    for shape in master.iter(f"{{{_NS['p']}}}sp"):
+        placeholder = shape.find("p:nvSpPr/p:nvPr/p:ph", _NS)
+        if placeholder is not None and placeholder.get("type") == "sldNum":
+            colour = shape.find("p:txBody//a:solidFill/a:srgbClr", _NS)
+            if colour is not None:
+                return colour.get("val")
+    run_colours = [c.get("val") for c in master.findall(".//a:rPr//a:solidFill//a:srgbClr", _NS)]
+    for value in reversed(run_colours):
+        if value and value.upper() != "000000":
+            return value
+    all_colours = [c.get("val") for c in master.findall(".//a:solidFill//a:srgbClr", _NS)]
+    for value in reversed(all_colours):
+        if value and value.upper() != "000000":
+            return value
+    return all_colours[-1] if all_colours else None
+
+
+def check_page_number_colors(result: str | None, rules: Mapping[str, Any]) -> float:
+    """1 when the slide numbers on the first slide master are ``rules["color"]``.
+
+    Args:
+        result: Path of the ``.pptx``.
+        rules: ``color``: ``"red"``, ``"green"``, ``"blue"`` (that channel exceeds the other
+            two by more than 50) or ``"black"`` (every channel below 50).
+
+    Raises:
+        ValueError: Unknown colour name in the task's rules.
+    """
+    wanted = str(rules["color"]).lower()
+    if wanted not in _COLOUR_TESTS:
+        raise ValueError(
+            f"check_page_number_colors: unknown color {wanted!r}; use one of "
+            f"{sorted(_COLOUR_TESTS)}"
+        )
+    if not result:
+        return 0.0
+    master = _zip_xml(result, "ppt/slideMasters/slideMaster1.xml")
+    if master is None:
+        return 0.0
+    rgb = _hex_rgb(_slide_number_colour(master))
+    return 0.0 if rgb is None else float(_COLOUR_TESTS[wanted](*rgb))

@@ -1,0 +1,67 @@
+"""Spreadsheet task metrics that check one column against an answer list.
+
+OSWorld's ``table.compare_conference_city_in_order``. Workbooks are read with openpyxl; a
+missing or unreadable workbook scores 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+
+from osworld_gym.evaluation.metrics._deps import require
+
+logger = logging.getLogger(__name__)
+
+_CITY_RANGE = "C2:C22"  # the task's city column, below its header
+
+
+def normalise_city(value: Any) -> str:
+    """Lower case, accents removed, runs of other characters turned into one space.
+
+    Example:
+        >>> normalise_city("  Montréal, QC ")
+        'montreal qc'
+        >>> normalise_city(None)
+        ''
+    """
+    if value is None:
+        return ""
+    decomposed = unicodedata.normalize("NFKD", str(value))
+    text = "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
+    return re.sub(r"[^a-z0-9]+", " ", text).strip()
+
+
+def _city_matches(actual: Any, accepted: Any) -> bool:
+    candidates = [accepted] if isinstance(accepted, str) else list(accepted)
+    got = normalise_city(actual)
+    return any(normalise_city(c) and normalise_city(c) in got for c in candidates)
+
+
+def compare_conference_city_in_order(result: str | None, rules: Mapping[str, Any]) -> float:
+    """1 when cells C2:C22 of the active sheet name the expected cities, in order.
+
+    Args:
+        result: Path of the ``.xlsx``.
+        rules: ``expected``: one entry per row, a city or a list of accepted spellings; a
+            cell passes when one spelling, normalised (:func:`normalise_city`), occurs in
+            the normalised cell text.
+
+    Returns:
+        1.0 or 0.0; 0.0 also when the list has fewer entries than the range has rows.
+    """
+    if not result:
+        return 0.0
+    try:
+        sheet = require("openpyxl").load_workbook(result).active
+        cells = [row[0].value for row in sheet[_CITY_RANGE]]
+    except Exception as e:  # not a workbook, no active sheet: the agent's output scores 0
+        logger.info("compare_conference_city_in_order: cannot read %s: %s", result, e)
+        return 0.0
+    expected = list(rules["expected"])
+    if len(expected) < len(cells):
+        return 0.0
+    return float(all(_city_matches(c, e) for c, e in zip(cells, expected, strict=False)))

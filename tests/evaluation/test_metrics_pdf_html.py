@@ -1,0 +1,147 @@
+"""PDF page counts and embedded images (PDFs written by hand or by Pillow), HTML trees."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pypdf")
+pytest.importorskip("lxml.html")
+Image = pytest.importorskip("PIL.Image")
+ImageDraw = pytest.importorskip("PIL.ImageDraw")
+np = pytest.importorskip("numpy")
+
+from osworld_gym.evaluation.metrics import get_metric  # noqa: E402
+from osworld_gym.evaluation.metrics.pdf_html import perceptual_hash  # noqa: E402
+
+
+def text_pdf(path: Path, pages: int) -> str:
+    """A PDF of ``pages`` pages, each showing one line of Helvetica text (no images)."""
+    kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(pages))
+    font = 3 + 2 * pages
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [%s] /Count %d >>"]
+    objects[1] = objects[1] % (kids.encode(), pages)
+    for i in range(pages):
+        stream = f"BT /F1 18 Tf 20 100 Td (Page {i + 1}) Tj ET".encode()
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 400 144] /Contents %d 0 R "
+            b"/Resources << /Font << /F1 %d 0 R >> >> >>" % (4 + 2 * i, font)
+        )
+        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    path.write_bytes(bytes(out))
+    return str(path)
+
+
+def picture(seed: int) -> Any:
+    """A picture with structure (gradient, shapes) that JPEG re-encoding keeps recognisable."""
+    rng = np.random.default_rng(seed)
+    x = np.linspace(0, 255, 96)[None, :] * rng.uniform(0.3, 1) + np.zeros((64, 1))
+    img = Image.fromarray(np.stack([x, x[::-1], np.full_like(x, 90)], 2).astype(np.uint8))
+    draw = ImageDraw.Draw(img)
+    for _ in range(3):
+        x0, y0 = rng.integers(0, 60), rng.integers(0, 40)
+        draw.rectangle(
+            (x0, y0, x0 + 30, y0 + 20), fill=tuple(int(c) for c in rng.integers(0, 255, 3))
+        )
+    return img
+
+
+def image_pdf(path: Path, pictures: list[Any], quality: int = 90) -> str:
+    pictures[0].save(path, save_all=True, append_images=pictures[1:], quality=quality)
+    return str(path)
+
+
+def not_a_pdf(tmp_path: Path) -> str:
+    path = tmp_path / "broken.pdf"
+    path.write_text("plain text")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("relation", "ref", "score"),
+    [("eq", 1, 1.0), ("eq", 2, 0.0), ("le", 2, 1.0), ("gt", 1, 0.0), ("ne", 3, 1.0)],
+)
+def test_check_pdf_pages(tmp_path: Path, relation: str, ref: int, score: float) -> None:
+    metric = get_metric("check_pdf_pages")
+    assert (
+        metric(text_pdf(tmp_path / "one.pdf", 1), {"relation": relation, "ref_value": ref}) == score
+    )
+
+
+def test_check_pdf_pages_counts_pages_and_rejects_bad_input(tmp_path: Path) -> None:
+    metric = get_metric("check_pdf_pages")
+    assert metric(text_pdf(tmp_path / "three.pdf", 3), {"relation": "eq", "ref_value": 3}) == 1.0
+    rules = {"relation": "eq", "ref_value": 1}
+    assert metric(None, rules) == 0.0
+    assert metric(not_a_pdf(tmp_path), rules) == 0.0
+    with pytest.raises(ValueError, match="unknown relation 'about'"):
+        metric(None, {"relation": "about", "ref_value": 1})
+
+
+def test_perceptual_hash_matches_the_imagehash_recipe() -> None:
+    fftpack = pytest.importorskip("scipy.fftpack")
+    img = picture(3)
+    pixels = np.asarray(img.convert("L").resize((32, 32), Image.Resampling.LANCZOS), float)
+    dct = fftpack.dct(fftpack.dct(pixels, axis=0), axis=1)[:8, :8]
+    assert np.array_equal(perceptual_hash(img), dct > np.median(dct))
+
+
+def test_compare_pdf_images(tmp_path: Path) -> None:
+    metric = get_metric("compare_pdf_images")
+    gold = image_pdf(tmp_path / "gold.pdf", [picture(1), picture(2)])
+    assert metric(image_pdf(tmp_path / "same.pdf", [picture(1), picture(2)]), gold) == 1.0
+    recoded = image_pdf(tmp_path / "low.pdf", [picture(1), picture(2)], quality=40)
+    assert metric(recoded, gold) == 1.0  # a re-encoded JPEG keeps its perceptual hash
+    assert metric(image_pdf(tmp_path / "half.pdf", [picture(1), picture(5)]), gold) == 0.5
+    assert metric(image_pdf(tmp_path / "one.pdf", [picture(1)]), gold) == 0.0  # counts differ
+    assert metric(text_pdf(tmp_path / "t1.pdf", 1), text_pdf(tmp_path / "t2.pdf", 2)) == 1.0
+    assert metric(None, gold) == 0.0
+    assert metric(not_a_pdf(tmp_path), gold) == 0.0
+
+
+PAGE = """<!DOCTYPE html>
+<html><head><title>Survey</title></head>
+<body>
+<table class="data  grid"><tr><td sdnum="1033;0;#,##0">{value}</td><td>Total</td></tr></table>
+<!-- exported -->
+</body></html>
+"""
+
+
+def html(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / f"{name}.html"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_compare_htmls(tmp_path: Path) -> None:
+    metric = get_metric("compare_htmls")
+    gold = html(tmp_path, "gold", PAGE.format(value="1,234"))
+    assert metric(html(tmp_path, "same", PAGE.format(value="1,234")), gold) == 1.0
+    assert metric(html(tmp_path, "value", PAGE.format(value="1,235")), gold) == 0.0
+    spaced = PAGE.format(value="1,234").replace("data  grid", "data grid")
+    assert metric(html(tmp_path, "spaced", spaced), gold) == 1.0  # class is a word list
+    other_format = PAGE.format(value="1,234").replace("#,##0", "0.00")
+    assert metric(html(tmp_path, "sdnum", other_format), gold) == 0.0
+    assert metric(html(tmp_path, "sdnum2", other_format), gold, ignore_sdnum=True) == 1.0
+    retagged = PAGE.format(value="1,234").replace("<td>Total</td>", "<th>Total</th>")
+    assert metric(html(tmp_path, "th", retagged), gold) == 0.0
+    comment = PAGE.format(value="1,234").replace("exported", "edited")
+    assert metric(html(tmp_path, "comment", comment), gold) == 0.0
+    assert metric(None, gold) == 0.0
+    assert metric(html(tmp_path, "empty", ""), gold) == 0.0
