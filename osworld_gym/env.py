@@ -29,10 +29,12 @@ from osworld_gym.env_config import DEFAULT_SUITE, EnvConfig, Timings
 from osworld_gym.episode import episode_end, plan_step, terminal_kind
 from osworld_gym.errors import (
     ActionError,
+    EvaluatorError,
     GuestError,
     GuestHTTPError,
     OSWorldGymError,
     ProviderError,
+    TaskSetupError,
     TooManyRestartsError,
 )
 from osworld_gym.evaluation.evaluator import EvaluationResult, Evaluator
@@ -127,6 +129,11 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         """Start an episode on ``options["task_id"]`` or a task sampled with the env's RNG."""
         super().reset(seed=seed)
         task = self._choose_task(options or {})
+        lacking = self.evaluator.missing(task.evaluator)
+        if lacking:
+            raise EvaluatorError(
+                f"task {task.id} cannot be scored here: missing {', '.join(lacking)}"
+            )
         timings: dict[str, float] = {}
         warnings = self._prepare_desktop(task, timings)
         self._task, self._step, self._episode_over = task, 0, False
@@ -165,9 +172,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
             obs = self._observe(error, timings)
             reward = 0.0
             if terminated or truncated:
-                result = self._timed(timings, "evaluate", self._evaluate, terminal == "fail")
-                reward = info["score"] = result.score
-                info["evaluation"] = result
+                reward = self._score(terminal == "fail", info, timings)
         except _INFRA_ERRORS as e:
             return self._infra_fault(e, info)
         self._episode_over = terminated or truncated
@@ -304,6 +309,21 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         timings["observe"] = time.perf_counter() - start
         self._last_obs = obs
         return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in obs.items()}
+
+    def _score(
+        self, last_action_fail: bool, info: dict[str, Any], timings: dict[str, float]
+    ) -> float:
+        """Evaluate the episode; a failing postconfig or evaluator scores 0, visibly."""
+        try:
+            result = self._timed(timings, "evaluate", self._evaluate, last_action_fail)
+        except (TaskSetupError, EvaluatorError) as e:
+            logger.warning("evaluation of %s failed: %s", info["task_id"], e)
+            info["evaluation_error"] = f"{type(e).__name__}: {e}"
+            info["score"] = 0.0
+            return 0.0
+        info["evaluation"] = result
+        info["score"] = result.score
+        return result.score
 
     def _accessibility_tree(self) -> str:
         """OSWorld's XML tree, or "" when the desktop cannot provide one (logged)."""

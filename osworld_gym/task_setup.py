@@ -2,9 +2,10 @@
 
 Each step type of OSWorld's SetupController (``specs/osworld.md`` §2.2) maps to guest calls with
 a success condition and bounded retries. Unlike OSWorld, failures are reported rather than
-logged and forgotten: a step that cannot succeed raises :class:`TaskSetupError` naming the step,
-and softer problems (a window to activate that is not there, which OSWorld ignores) are kept
-as warnings in the returned :class:`SetupReport`.
+logged and forgotten: a step that cannot succeed raises :class:`TaskSetupError` naming the step
+(or, when the guest itself keeps failing, the guest's error, which callers treat as an
+infrastructure fault), and softer problems (a window to activate that is not there, which
+OSWorld ignores) are kept as warnings in the returned :class:`SetupReport`.
 """
 
 from __future__ import annotations
@@ -187,11 +188,13 @@ class SetupInterpreter:
             except AssetUnavailableError as e:
                 raise TaskSetupError(f"{where}: {e}") from e
             except GuestHTTPError as e:
-                if e.status < 500 or attempt == self.context.step_retries:
+                if e.status < 500:
                     raise TaskSetupError(f"{where} failed: {e}") from e
-            except GuestError as e:  # unreachable or timed out: worth another try
                 if attempt == self.context.step_retries:
-                    raise TaskSetupError(f"{where} failed: {e}") from e
+                    raise  # the guest itself failed: an infrastructure fault for the caller
+            except GuestError:  # unreachable or timed out: worth another try
+                if attempt == self.context.step_retries:
+                    raise
             logger.info("%s: retrying (attempt %d)", where, attempt + 2)
         raise AssertionError("unreachable")
 

@@ -14,7 +14,7 @@ from gymnasium.utils.env_checker import check_env
 import osworld_gym  # noqa: F401 - registers the ids
 from osworld_gym.actions import Done, Fail, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
-from osworld_gym.errors import GuestHTTPError, UnknownTaskError
+from osworld_gym.errors import EvaluatorError, GuestHTTPError, UnknownTaskError
 
 pytestmark = pytest.mark.desktop
 SCREEN = (800, 600)
@@ -213,6 +213,36 @@ def test_dead_desktop_truncates_with_infra_error_and_reset_recovers(env: OSWorld
     assert env.restarts == restarts + 1
     env.step(ORACLE)
     assert env.step("Action: finished()")[1] == 1.0
+
+
+def test_unscorable_task_is_refused_at_reset_and_broken_evaluation_scores_zero() -> None:
+    unscorable = {
+        "id": "tabs",
+        "instruction": "x",
+        "config": [],
+        "evaluator": {
+            "func": "is_expected_tabs",
+            "result": {"type": "open_tabs_info"},
+            "expected": {"type": "rule", "rules": {}},
+        },
+    }
+    broken_post = {
+        "id": "broken-post",
+        "instruction": "x",
+        "config": [],
+        "evaluator": {
+            "func": "exact_match",
+            "postconfig": [{"type": "open", "parameters": {"path": "~/none.txt"}}],
+            "result": {"type": "vm_command_line", "command": "true"},
+            "expected": {"type": "rule", "rules": {"expected": ""}},
+        },
+    }
+    with make_env(tasks=[unscorable, broken_post]) as e:
+        with pytest.raises(EvaluatorError, match="open_tabs_info"):
+            e.reset(options={"task_id": "tabs"})
+        e.reset(options={"task_id": "broken-post"})
+        _, reward, terminated, _, info = e.step("Action: finished()")
+        assert terminated and reward == 0.0 and "none.txt" in info["evaluation_error"]
 
 
 def test_unknown_task_id_suggests(env: OSWorldEnv) -> None:
