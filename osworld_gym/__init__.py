@@ -12,7 +12,7 @@ from osworld_gym.version import __version__
 
 register_envs()
 
-__all__ = ["OSWorldEnv", "__version__", "load_tasks", "parse_action"]
+__all__ = ["EnvPool", "OSWorldEnv", "__version__", "load_tasks", "parse_action"]
 
 
 def __getattr__(name: str) -> Any:
@@ -21,6 +21,10 @@ def __getattr__(name: str) -> Any:
         from osworld_gym.env import OSWorldEnv
 
         return OSWorldEnv
+    if name == "EnvPool":
+        from osworld_gym.pool import EnvPool
+
+        return EnvPool
     if name == "load_tasks":
         from osworld_gym.tasks import load_tasks
 

@@ -236,3 +236,49 @@ class ActionParseError(ActionError):
         self.text = text
         where = f" at position {position}" if position is not None else ""
         super().__init__(f"{message}{where}")
+
+
+# --- env pool -------------------------------------------------------------------------------
+
+
+class PoolError(OSWorldGymError):
+    """An :class:`~osworld_gym.pool.EnvPool` was used in a way its state does not allow."""
+
+
+class AlreadyPendingCallError(PoolError):
+    """A call was sent to an env whose previous call's result has not been received yet."""
+
+
+class NoAsyncCallError(PoolError):
+    """``recv`` was called with no call in flight and no result waiting."""
+
+
+class ClosedPoolError(PoolError):
+    """The pool (or the collector using it) was used after ``close()``."""
+
+
+class ResetNeededError(PoolError):
+    """A step was sent to an env whose episode is over (or never started): reset it first."""
+
+
+class EnvRetiredError(PoolError):
+    """An env was retired after its desktop failed to launch a bounded number of times.
+
+    Attributes:
+        env_id: The retired env's index in the pool.
+    """
+
+    def __init__(self, env_id: int, message: str) -> None:
+        self.env_id = env_id
+        super().__init__(message)
+
+
+class PoolTimeoutError(PoolError, TimeoutError):
+    """``recv`` (or another pool call) did not complete within its timeout.
+
+    The pool is left as it was: calls stay in flight and finished results stay queued.
+    """
+
+
+class WorkerLostError(PoolError):
+    """A pool worker (a Ray actor, say) died or stopped answering; the pool replaces it."""

@@ -108,8 +108,13 @@ def get_cache_file(ctx: EvalContext, config: Mapping[str, Any]) -> str:
 
 
 def get_list_directory(ctx: EvalContext, config: Mapping[str, Any]) -> Any:
-    """The recursive directory tree of a folder in the desktop."""
-    return ctx.client.list_directory(config["path"])
+    """The recursive directory tree of a folder in the desktop; ``None`` when it is missing."""
+    try:
+        return ctx.client.list_directory(config["path"])
+    except GuestHTTPError as e:
+        if e.status == 400:  # not a directory (or missing): the metric scores it 0
+            return None
+        raise
 
 
 def get_vm_screen_size(ctx: EvalContext, config: Mapping[str, Any]) -> dict[str, int]:
@@ -157,7 +162,13 @@ def get_content_from_vm_file(ctx: EvalContext, config: Mapping[str, Any]) -> Any
     file_type = config.get("file_type", "txt")
     if file_type not in ("txt", "text"):
         raise EvaluatorError(f"content_from_vm_file: file_type {file_type!r} is not supported")
-    return ctx.client.download(config["path"]).decode("utf-8", errors="replace")
+    try:
+        data = ctx.client.download(config["path"])
+    except GuestHTTPError as e:
+        if e.status == 404:
+            return None
+        raise
+    return data.decode("utf-8", errors="replace")
 
 
 def get_vlc_config(ctx: EvalContext, config: Mapping[str, Any]) -> Any:

@@ -31,6 +31,7 @@ CAPABILITIES = (
     "open_file.timeout",
 )
 MAX_OPEN_FILE_TIMEOUT = 600.0
+HOTKEY_HOLD_SECONDS = 0.05
 
 
 def health(ctx: GuestContext, request: Request) -> Response:
@@ -135,6 +136,10 @@ def _perform(ctx: GuestContext, action: dict[str, Any]) -> None:
         keysyms = [keysym_for_key(k) for k in action["keys"]]
         for keysym in keysyms:
             x11.key(keysym, True)
+        # Window managers answer chords such as alt+tab by grabbing the keyboard; a release
+        # sent before that grab lands is missed and the switcher stays open. Hold briefly.
+        x11.sync()
+        time.sleep(HOTKEY_HOLD_SECONDS)
         for keysym in reversed(keysyms):
             x11.key(keysym, False)
     elif kind == "press":

@@ -49,6 +49,7 @@ text/plain=org.xfce.mousepad.desktop
 text/x-python=org.xfce.mousepad.desktop
 text/markdown=org.xfce.mousepad.desktop
 application/x-shellscript=org.xfce.mousepad.desktop
+application/x-zerosize=org.xfce.mousepad.desktop
 """
 
 

@@ -1,0 +1,41 @@
+"""The env pool: many envs from one process, wait-any send/recv, rollout-wise collection.
+
+* :class:`EnvPool` -- N envs on per-env threads (or Ray actors), envpool-style ``send``/``recv``
+  with per-env recovery; blocking and asyncio APIs.
+* :class:`RolloutCollector` -- runs (task, rollout) episodes rollout-wise, refilling each env as
+  soon as it frees, and hands back whole GRPO groups of :class:`Trajectory` records.
+* :class:`PoolVectorEnv` -- a Gymnasium ``VectorEnv`` over a pool.
+
+Ray is imported only when the Ray backend is used.
+"""
+
+from __future__ import annotations
+
+from osworld_gym.pool.config import EnvFactory, EnvSpec, PoolConfig, RayBackendConfig
+from osworld_gym.pool.pool import EnvPool
+from osworld_gym.pool.results import EnvResult
+from osworld_gym.pool.state import Command, EnvState, PoolState
+from osworld_gym.pool.trajectory import (
+    StepRecord,
+    Trajectory,
+    TrajectoryGroup,
+    decode_screenshot,
+    encode_screenshot,
+)
+
+__all__ = [
+    "Command",
+    "EnvFactory",
+    "EnvPool",
+    "EnvResult",
+    "EnvSpec",
+    "EnvState",
+    "PoolConfig",
+    "PoolState",
+    "RayBackendConfig",
+    "StepRecord",
+    "Trajectory",
+    "TrajectoryGroup",
+    "decode_screenshot",
+    "encode_screenshot",
+]

@@ -1,0 +1,196 @@
+"""Episode bookkeeping shared by the collectors: requests, running episodes, whole groups.
+
+Pure state, no scheduling: a collector asks for the next request, reports results, and gets
+back finished groups. An episode cut by an infrastructure fault is re-queued (at the front, so
+its group finishes soon) up to ``max_attempts`` tries; its cut attempt is kept in the group's
+``discarded`` list, so every requested episode is accounted for.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from osworld_gym.pool.policy import PolicyOutput, PolicyRequest
+from osworld_gym.pool.results import EnvResult
+from osworld_gym.pool.state import Command
+from osworld_gym.pool.trajectory import StepRecord, Trajectory, TrajectoryGroup
+
+TaskRef = str | Mapping[str, Any]
+"""A task id, or reset options with a ``"task_id"`` (and anything else the env takes)."""
+
+
+@dataclass(frozen=True)
+class EpisodeRequest:
+    """One (task, rollout) episode to run."""
+
+    group: int
+    rollout: int
+    attempt: int = 0
+
+
+@dataclass
+class Episode:
+    """An episode running on an env."""
+
+    request: EpisodeRequest
+    trajectory: Trajectory
+    started: float
+    observation: Any = None
+    info: dict[str, Any] = field(default_factory=dict)
+    screenshot: bytes | None = None
+    chosen: PolicyOutput | None = None
+    policy_seconds: float = 0.0
+
+
+def task_options(task: TaskRef) -> dict[str, Any]:
+    """Reset options of a task reference."""
+    return {"task_id": task} if isinstance(task, str) else dict(task)
+
+
+class RolloutBook:
+    """Requests, running episodes and groups of one collection.
+
+    Args:
+        tasks: The tasks; each becomes a group of ``group_size`` rollouts.
+        group_size: Rollouts per task (GRPO's n).
+        requeue_infra_errors: Re-run episodes cut by infrastructure faults.
+        max_attempts: Tries per episode; after the last, a cut trajectory is kept as is.
+    """
+
+    def __init__(
+        self,
+        tasks: Sequence[TaskRef],
+        group_size: int,
+        *,
+        requeue_infra_errors: bool = True,
+        max_attempts: int = 3,
+    ) -> None:
+        if group_size < 1:
+            raise ValueError(f"group_size must be >= 1, got {group_size}")
+        self.tasks = [task_options(t) for t in tasks]
+        for options in self.tasks:
+            if "task_id" not in options:
+                raise ValueError(f"a task needs a 'task_id': {options!r}")
+        self.group_size = group_size
+        self.requeue = requeue_infra_errors
+        self.max_attempts = max_attempts
+        # Task-major order: all rollouts of a task start together, so groups finish early.
+        self.queue: deque[EpisodeRequest] = deque(
+            EpisodeRequest(g, r) for g in range(len(self.tasks)) for r in range(group_size)
+        )
+        self.running: dict[int, Episode] = {}
+        self._finished: list[dict[int, Trajectory]] = [{} for _ in self.tasks]
+        self._discarded: list[list[Trajectory]] = [[] for _ in self.tasks]
+        self.requeued = 0
+
+    @property
+    def done(self) -> bool:
+        """Every episode finished."""
+        return not self.queue and not self.running
+
+    def start(self, env_id: int) -> dict[str, Any]:
+        """Assign the next request to an env; return the reset options to send."""
+        request = self.queue.popleft()
+        options = self.tasks[request.group]
+        trajectory = Trajectory(
+            task_id=str(options["task_id"]),
+            rollout=request.rollout,
+            attempt=request.attempt,
+            env_id=env_id,
+        )
+        self.running[env_id] = Episode(request, trajectory, time.monotonic())
+        return dict(options)
+
+    def give_back(self, env_id: int) -> None:
+        """The env could not run its episode (it was retired): queue it again, first."""
+        episode = self.running.pop(env_id)
+        self.queue.appendleft(episode.request)
+
+    def chose(self, env_id: int, output: PolicyOutput, seconds: float) -> None:
+        """Record the policy's choice for an env's next step."""
+        episode = self.running[env_id]
+        episode.chosen, episode.policy_seconds = output, seconds
+
+    def request_for(self, env_id: int) -> PolicyRequest:
+        """What the policy needs to choose this env's next action."""
+        episode = self.running[env_id]
+        return PolicyRequest(
+            env_id=env_id,
+            task_id=episode.trajectory.task_id,
+            rollout=episode.request.rollout,
+            step=len(episode.trajectory.steps),
+            observation=episode.observation,
+            info=episode.info,
+            trajectory=episode.trajectory,
+        )
+
+    def on_result(self, result: EnvResult, screenshot: bytes | None) -> TrajectoryGroup | None:
+        """Record a reset or step result; return the group it completed, if it did.
+
+        After this, the env either waits for an action (``env_id in running``) or is free.
+        """
+        episode = self.running[result.env_id]
+        trajectory = episode.trajectory
+        if result.error is not None:
+            trajectory.error = f"{type(result.error).__name__}: {result.error}"
+            return self._finish(result.env_id)
+        if result.kind is Command.RESET:
+            trajectory.reset_timings = dict(result.info.get("timings") or {})
+            if isinstance(result.observation, Mapping):
+                trajectory.instruction = str(result.observation.get("instruction", ""))
+        else:
+            trajectory.steps.append(self._step_record(episode, result))
+            episode.chosen = None
+        episode.observation, episode.info, episode.screenshot = (
+            result.observation, result.info, screenshot,
+        )  # fmt: skip
+        if not result.done:
+            return None
+        trajectory.final_screenshot = screenshot
+        trajectory.terminated, trajectory.truncated = result.terminated, result.truncated
+        trajectory.infra_error = result.infra_error
+        score = result.info.get("score")
+        trajectory.score = None if score is None else float(score)
+        return self._finish(result.env_id)
+
+    @staticmethod
+    def _step_record(episode: Episode, result: EnvResult) -> StepRecord:
+        chosen = episode.chosen
+        assert chosen is not None
+        timings = {k: float(v) for k, v in (result.info.get("timings") or {}).items()}
+        timings.update(policy=episode.policy_seconds, env=result.elapsed)
+        return StepRecord(
+            screenshot=episode.screenshot,
+            action=chosen.action,
+            text=chosen.text,
+            parse_error=result.info.get("parse_error"),
+            action_error=result.info.get("action_error"),
+            reward=result.reward,
+            timings=timings,
+            extra=dict(chosen.extra),
+        )
+
+    def _finish(self, env_id: int) -> TrajectoryGroup | None:
+        episode = self.running.pop(env_id)
+        request, trajectory = episode.request, episode.trajectory
+        trajectory.wall_seconds = time.monotonic() - episode.started
+        if trajectory.infra_error and self.requeue and request.attempt + 1 < self.max_attempts:
+            self._discarded[request.group].append(trajectory)
+            self.queue.appendleft(
+                EpisodeRequest(request.group, request.rollout, request.attempt + 1)
+            )
+            self.requeued += 1
+            return None
+        finished = self._finished[request.group]
+        finished[request.rollout] = trajectory
+        if len(finished) < self.group_size:
+            return None
+        return TrajectoryGroup(
+            task_id=trajectory.task_id,
+            trajectories=[finished[r] for r in range(self.group_size)],
+            discarded=self._discarded[request.group],
+        )
