@@ -137,7 +137,9 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         timings: dict[str, float] = {}
         warnings = self._prepare_desktop(task, timings)
         self._task, self._step, self._episode_over = task, 0, False
-        obs = self._observe(error="", timings=timings)
+        # Apps just started by the setup may pause between drawing phases: a longer quiet
+        # period for the first observation, so the agent's first keys are not lost.
+        obs = self._observe("", timings, quiet=self.config.reset_settle_quiet)
         info = self._info(timings=timings, setup_warnings=warnings)
         return obs, info
 
@@ -288,7 +290,9 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
                 time.sleep(min(float(seconds), self.config.max_wait_seconds))  # agent asked
         return None
 
-    def _observe(self, error: str, timings: dict[str, float]) -> dict[str, Any]:
+    def _observe(
+        self, error: str, timings: dict[str, float], quiet: float | None = None
+    ) -> dict[str, Any]:
         """Screenshot (after the screen settles), instruction, last error, optional a11y tree."""
         assert self._desktop is not None
         start = time.perf_counter()
@@ -296,7 +300,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
             format="raw",
             settle=self.config.settle,
             settle_timeout=self.config.settle_timeout,
-            settle_quiet=self.config.settle_quiet,
+            settle_quiet=quiet if quiet is not None else self.config.settle_quiet,
         )
         timings["settle"] = shot.settle_seconds
         obs: dict[str, Any] = {

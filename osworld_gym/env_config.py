@@ -26,6 +26,8 @@ class EnvConfig:
         settle: Observe only once the screen stopped changing (bounded by settle_timeout).
         settle_timeout: Seconds to wait for the screen to settle at most.
         settle_quiet: Seconds without change that count as settled.
+        reset_settle_quiet: The same for the first observation after a reset (apps that the
+            setup just started draw in phases).
         accessibility_tree: Add OSWorld's XML accessibility tree to observations (costly:
             0.1-10 s a step depending on the apps).
         wait_seconds: Seconds a WAIT action without a length waits.
@@ -46,6 +48,7 @@ class EnvConfig:
     settle: bool = True
     settle_timeout: float = 3.0
     settle_quiet: float = 0.2
+    reset_settle_quiet: float = 0.6
     accessibility_tree: bool = False
     wait_seconds: float = 1.0
     max_wait_seconds: float = 10.0

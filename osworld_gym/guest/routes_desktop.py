@@ -32,6 +32,8 @@ CAPABILITIES = (
 )
 MAX_OPEN_FILE_TIMEOUT = 600.0
 HOTKEY_HOLD_SECONDS = 0.05
+DRAWN_TIMEOUT = 10.0  # seconds open_file waits for a window's content after it appears
+DRAWN_MIN_COLOURS = 8
 
 
 def health(ctx: GuestContext, request: Request) -> Response:
@@ -244,7 +246,43 @@ def open_file(ctx: GuestContext, request: Request) -> Response:
     if found is None:
         raise HTTPError(500, f"no window for {path.name!r} appeared within {timeout:g} seconds")
     ctx.x11.activate(found.window_id)
+    _wait_until_drawn(ctx, found.window_id, time.monotonic() + DRAWN_TIMEOUT)
     return Response.text("File opened and window activated successfully")
+
+
+def _wait_until_drawn(ctx: GuestContext, window_id: int, deadline: float) -> bool:
+    """Wait (bounded) until a window shows content, not the blank area apps map first.
+
+    LibreOffice maps its window and paints the document up to a second later; keys sent in
+    between are lost. "Drawn" means the window's pixels, sampled on a grid, hold several
+    colours.
+    """
+    while True:
+        rect = ctx.x11.window_rect(window_id)
+        if rect is None:
+            return False
+        if _distinct_colours(ctx, rect) >= DRAWN_MIN_COLOURS:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
+def _distinct_colours(ctx: GuestContext, rect: tuple[int, int, int, int]) -> int:
+    x, y, width, height = rect
+    screen_w, screen_h = ctx.capture.size
+    left, top = max(x, 0), max(y, 0)
+    right, bottom = min(x + width, screen_w), min(y + height, screen_h)
+    if right <= left or bottom <= top:
+        return 0
+    raw = ctx.capture.grab_raw(cursor=False)
+    stride = screen_w * 4
+    colours = {
+        raw[row * stride + col * 4 : row * stride + col * 4 + 3]
+        for row in range(top, bottom, 16)
+        for col in range(left, right, 16)
+    }
+    return len(colours)
 
 
 def _wallpaper_record(ctx: GuestContext) -> Path:

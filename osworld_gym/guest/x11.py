@@ -352,6 +352,17 @@ class X11Session:
                 found.append(info)
         return found
 
+    def window_rect(self, window_id: int) -> tuple[int, int, int, int] | None:
+        """(x, y, width, height) of a window on the root window; None if it is gone."""
+        with self._lock:
+            window = self._display.create_resource_object("window", window_id)
+            try:
+                geometry = window.get_geometry()
+                origin = window.translate_coords(self._root, 0, 0)
+            except (error.BadWindow, error.BadDrawable):
+                return None
+        return -origin.x, -origin.y, geometry.width, geometry.height
+
     def activate(self, window_id: int) -> None:
         """Ask the window manager to raise and focus a window (``_NET_ACTIVE_WINDOW``)."""
         self._client_message(window_id, "_NET_ACTIVE_WINDOW", [2, X.CurrentTime, 0, 0, 0])
