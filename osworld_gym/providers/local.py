@@ -339,6 +339,9 @@ class LocalDesktop(Desktop):
                     "96",
                     "+extension",
                     "XTEST",
+                    # Without it the server resets whenever its last client leaves (the AT-SPI
+                    # launcher connects only briefly), dropping connections being opened then.
+                    "-noreset",
                 ],
                 pass_fds=(write_fd,),
             )
