@@ -60,14 +60,16 @@ def test_wait_until_ready_has_a_deadline() -> None:
     assert time.monotonic() - start < 3
 
 
+@pytest.fixture(scope="module")
+def official() -> collections.abc.Iterator[LocalDesktop]:
+    with launch_desktop(official_guest=True, use_token=False) as desktop:
+        yield desktop
+
+
 @pytest.mark.desktop
 class TestOfficialGuestFallback:
     """Against a guest without extensions (what an official OSWorld image runs)."""
 
-    @pytest.fixture(scope="class")
-    def official(self) -> collections.abc.Iterator[LocalDesktop]:
-        with launch_desktop(official_guest=True, use_token=False) as desktop:
-            yield desktop
 
     def test_detects_official_guest(self, official: LocalDesktop) -> None:
         info = official.client.info(refresh=True)
