@@ -107,8 +107,10 @@ def main() -> None:
             samples = []
             for _ in range(3):
                 start = time.perf_counter()
-                env.reset(options={"task_id": task_id})
+                _, info = env.reset(options={"task_id": task_id})
                 samples.append(time.perf_counter() - start)
+                phases = ", ".join(f"{k} {v:.2f}" for k, v in info["timings"].items())
+                print(f"reset {task_id}: {phases}")
             resets[task_id] = samples
     finally:
         env.close()
