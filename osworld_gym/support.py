@@ -5,6 +5,8 @@ runs here, every getter and metric of its evaluator is implemented (with the opt
 passes), and it needs nothing outside a desktop (no proxy, no Google account set-up). Assets
 fetched by URL (``download`` steps, ``cloud_file`` getters) are not a lack: they run from the
 asset cache, or are downloaded where the network allows; the report says how many each needs.
+Nor is an application: the report is about this package; whether the desktop has the task's
+apps (GIMP, Thunderbird, VS Code... are not on the `local` provider) depends on the provider.
 """
 
 from __future__ import annotations
