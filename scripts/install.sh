@@ -10,9 +10,9 @@ bash scripts/install_system_deps.sh
 
 PIP=(python -m pip install -q --disable-pip-version-check --root-user-action=ignore)
 if [ "${1:-}" = "--editable" ]; then
-  "${PIP[@]}" -e ".[guest,eval,test]"
+  "${PIP[@]}" -e ".[guest,eval,ray,test]"
 else
-  "${PIP[@]}" ".[guest,eval,test]"
+  "${PIP[@]}" ".[guest,eval,ray,test]"
 fi
 
 # pyautogui (for OSWorld-style `python -c "import pyautogui; ..."` through /execute) without its

@@ -4,6 +4,7 @@
   with per-env recovery; blocking and asyncio APIs.
 * :class:`RolloutCollector` -- runs (task, rollout) episodes rollout-wise, refilling each env as
   soon as it frees, and hands back whole GRPO groups of :class:`Trajectory` records.
+* :class:`LockstepCollector` -- ARPO's lock-step collection, the baseline to compare with.
 * :class:`PoolVectorEnv` -- a Gymnasium ``VectorEnv`` over a pool.
 
 Ray is imported only when the Ray backend is used.
@@ -11,7 +12,10 @@ Ray is imported only when the Ray backend is used.
 
 from __future__ import annotations
 
+from osworld_gym.pool.collector import CollectorConfig, RolloutCollector
 from osworld_gym.pool.config import EnvFactory, EnvSpec, PoolConfig, RayBackendConfig
+from osworld_gym.pool.lockstep import LockstepCollector
+from osworld_gym.pool.policy import Policy, PolicyOutput, PolicyRequest
 from osworld_gym.pool.pool import EnvPool
 from osworld_gym.pool.results import EnvResult
 from osworld_gym.pool.state import Command, EnvState, PoolState
@@ -22,17 +26,25 @@ from osworld_gym.pool.trajectory import (
     decode_screenshot,
     encode_screenshot,
 )
+from osworld_gym.pool.vector import PoolVectorEnv
 
 __all__ = [
+    "CollectorConfig",
     "Command",
     "EnvFactory",
     "EnvPool",
     "EnvResult",
     "EnvSpec",
     "EnvState",
+    "LockstepCollector",
+    "Policy",
+    "PolicyOutput",
+    "PolicyRequest",
     "PoolConfig",
     "PoolState",
+    "PoolVectorEnv",
     "RayBackendConfig",
+    "RolloutCollector",
     "StepRecord",
     "Trajectory",
     "TrajectoryGroup",

@@ -73,10 +73,14 @@ class ThreadBackend:
     async def close(self, timeout: float) -> None:
         """Close each env on its thread; envs whose thread stays busy are closed from here."""
         loop = asyncio.get_running_loop()
-        closing = {
-            loop.run_in_executor(ex, w.close): w
-            for ex, w in zip(self._executors, self.workers, strict=True)
-        }
+        closing: dict[asyncio.Future[None], EnvWorker] = {}
+        for executor, worker in zip(self._executors, self.workers, strict=True):
+            try:
+                closing[loop.run_in_executor(executor, worker.close)] = worker
+            except RuntimeError:  # interpreter exit: executors no longer take work
+                worker.close()
+        if not closing:
+            return
         done, stuck = await asyncio.wait(closing, timeout=timeout)
         for future in done:
             if future.exception() is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +68,7 @@ class RolloutCollector:
         self.config = config or CollectorConfig()
         self.requeued = 0
 
-    async def agroups(self, tasks: Sequence[TaskRef]) -> AsyncIterator[TrajectoryGroup]:
+    async def agroups(self, tasks: Sequence[TaskRef]) -> AsyncGenerator[TrajectoryGroup, None]:
         """Yield each task's group as soon as all its rollouts are done."""
         run = _Run(self, tasks)
         await self.pool._arun(run.start())
@@ -91,16 +91,23 @@ class RolloutCollector:
         try:
             while True:
                 try:
-                    yield self.pool._run(agen.__anext__())
+                    yield self.pool._run(_next(agen))
                 except StopAsyncIteration:
                     return
         finally:
             if self.pool.state is PoolState.OPEN:
-                self.pool._run(agen.aclose())
+                try:
+                    self.pool._run(agen.aclose())
+                except RuntimeError as e:  # interrupted mid-step: it is still stopping itself
+                    logger.debug("collector generator not closed: %r", e)
 
     def collect(self, tasks: Sequence[TaskRef]) -> list[TrajectoryGroup]:
         """Every group, in completion order."""
         return list(self.groups(tasks))
+
+
+async def _next(agen: AsyncGenerator[TrajectoryGroup, None]) -> TrajectoryGroup:
+    return await agen.__anext__()
 
 
 class _Run:
@@ -118,6 +125,7 @@ class _Run:
         self.waiting: list[int] = []
         self.policy_calls: set[asyncio.Task[tuple[list[int], list[PolicyOutput], float]]] = set()
         self.recv_task: asyncio.Task[list[EnvResult]] | None = None
+        self.encoding: set[asyncio.Task[None]] = set()  # results waiting for their screenshot
         self.seeded: set[int] = set()
         self.task: asyncio.Task[None] | None = None
 
@@ -158,7 +166,8 @@ class _Run:
             options = self.book.start(env_id)
             seed = None
             if self.config.seed is not None and env_id not in self.seeded:
-                seed, _ = self.config.seed + env_id, self.seeded.add(env_id)
+                seed = self.config.seed + env_id
+                self.seeded.add(env_id)
             await self.pool.asend_reset([env_id], seed=[seed], options=[options])
 
     def _start_policy_calls(self) -> None:
@@ -177,17 +186,20 @@ class _Run:
     async def _next_event(self) -> None:
         if self.recv_task is None and self.pool.outstanding:
             self.recv_task = asyncio.create_task(self.pool.arecv(min_results=1))
-        waits: set[asyncio.Task[Any]] = set(self.policy_calls)
+        waits: set[asyncio.Task[Any]] = self.policy_calls | self.encoding
         if self.recv_task is not None:
             waits.add(self.recv_task)
         if not waits:
-            raise RuntimeError("rollout collector stalled: no env call and no policy call")
+            raise RuntimeError("rollout collector stalled: nothing in flight")
         done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
             if task is self.recv_task:
                 self.recv_task = None
                 for result in task.result():
-                    await self._on_result(result)
+                    self._on_result(result)
+            elif task in self.encoding:
+                self.encoding.discard(task)
+                task.result()
             else:
                 self.policy_calls.discard(task)
                 env_ids, outputs, seconds = task.result()
@@ -195,17 +207,24 @@ class _Run:
                     self.book.chose(env_id, output, seconds)
                 await self.pool.asend([o.action for o in outputs], env_ids)
 
-    async def _on_result(self, result: EnvResult) -> None:
+    def _on_result(self, result: EnvResult) -> None:
         if isinstance(result.error, EnvRetiredError):
             self.book.give_back(result.env_id)
             return
-        screenshot = result.screenshot
-        if screenshot is None and isinstance(result.observation, dict):
+        frame = None
+        if result.screenshot is None and isinstance(result.observation, dict):
             frame = result.observation.get("screenshot")
-            if frame is not None:
-                screenshot = await asyncio.to_thread(
-                    encode_screenshot, frame, self.config.screenshot_format
-                )
+        if frame is None:
+            self._record(result, result.screenshot)
+            return
+        # Encode off the loop and without holding up the other envs' results.
+        self.encoding.add(asyncio.create_task(self._encode_and_record(result, frame)))
+
+    async def _encode_and_record(self, result: EnvResult, frame: Any) -> None:
+        fmt = self.config.screenshot_format
+        self._record(result, await asyncio.to_thread(encode_screenshot, frame, fmt))
+
+    def _record(self, result: EnvResult, screenshot: bytes | None) -> None:
         group = self.book.on_result(result, screenshot)
         if result.env_id in self.book.running:
             self.waiting.append(result.env_id)
@@ -214,8 +233,9 @@ class _Run:
 
     async def _drain(self) -> None:
         """Leave the pool consistent: stop policy calls, receive what is still in flight."""
-        for task in self.policy_calls:
+        for task in self.policy_calls | self.encoding:
             task.cancel()
+        await asyncio.gather(*self.encoding, return_exceptions=True)
         if self.recv_task is not None:
             self.recv_task.cancel()
         await asyncio.gather(*self.policy_calls, return_exceptions=True)

@@ -219,7 +219,9 @@ class PoolCore:
         slot.stats.steps += 1
         try:
             result: EnvResult = await self.backend.run(slot.env_id, Command.STEP, action)
-        except WorkerLostError as e:
+        except Exception as e:  # a lost worker, or a bug between env and pool: never hang
+            if not isinstance(e, WorkerLostError):
+                logger.exception("env %d: step failed outside the env", slot.env_id)
             result = EnvResult(
                 slot.env_id, Command.STEP, truncated=True, infra=True,
                 info={"infra_error": f"{type(e).__name__}: {e}"},
@@ -235,7 +237,9 @@ class PoolCore:
             async with self._reset_gate:
                 try:
                     result: EnvResult = await self.backend.run(slot.env_id, Command.RESET, payload)
-                except WorkerLostError as e:
+                except Exception as e:  # a lost worker, or a bug between env and pool
+                    if not isinstance(e, WorkerLostError):
+                        logger.exception("env %d: reset failed outside the env", slot.env_id)
                     result = EnvResult(slot.env_id, Command.RESET, error=e, infra=True)
             if result.ok:
                 slot.failures_in_a_row = 0

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from osworld_gym.pool.collector import CollectorConfig
 from osworld_gym.pool.policy import Policy, call_policy
 from osworld_gym.pool.pool import EnvPool
+from osworld_gym.pool.results import EnvResult
 from osworld_gym.pool.rollout import RolloutBook, TaskRef
 from osworld_gym.pool.trajectory import TrajectoryGroup, encode_screenshot
 
@@ -66,18 +67,20 @@ class LockstepCollector:
                 active = await self._record(book, results, groups)
         return groups
 
+    async def _screenshot(self, result: EnvResult) -> bytes | None:
+        if result.screenshot is not None or not isinstance(result.observation, dict):
+            return result.screenshot
+        frame = result.observation.get("screenshot")
+        if frame is None:
+            return None
+        return await asyncio.to_thread(encode_screenshot, frame, self.config.screenshot_format)
+
     async def _record(
-        self, book: RolloutBook, results: list, groups: list[TrajectoryGroup]
+        self, book: RolloutBook, results: list[EnvResult], groups: list[TrajectoryGroup]
     ) -> list[int]:
         active = []
-        for result in results:
-            screenshot = result.screenshot
-            if screenshot is None and isinstance(result.observation, dict):
-                frame = result.observation.get("screenshot")
-                if frame is not None:
-                    screenshot = await asyncio.to_thread(
-                        encode_screenshot, frame, self.config.screenshot_format
-                    )
+        screenshots = await asyncio.gather(*(self._screenshot(r) for r in results))
+        for result, screenshot in zip(results, screenshots, strict=True):
             if result.error is not None and result.env_id not in self.pool.live_env_ids:
                 book.give_back(result.env_id)
                 continue

@@ -45,6 +45,7 @@ class LoopThread:
             if tasks:
                 self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
             self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.run_until_complete(self.loop.shutdown_default_executor())
             self.loop.close()
 
     @property

@@ -41,6 +41,16 @@ def _spaces(env: gym.Env[Any, Any]) -> tuple[gym.Space[Any], gym.Space[Any]]:
     return env.observation_space, env.action_space
 
 
+def _env_counters(env: gym.Env[Any, Any]) -> dict[str, float]:
+    inner = env.unwrapped
+    stats = getattr(inner, "stats", None)
+    counters = dict(stats()) if callable(stats) else {}
+    restarts = getattr(inner, "restarts", None)
+    if isinstance(restarts, int):
+        counters.setdefault("restarts", restarts)
+    return {k: float(v) for k, v in counters.items() if isinstance(v, (int, float))}
+
+
 def _shutdown(core: PoolCore, loop: LoopThread, backend: Backend) -> None:
     """Close the pool's envs and stop its loop (``close()``, garbage collection or exit)."""
     if loop.alive:
@@ -117,17 +127,23 @@ class EnvPool:
         """Calls sent whose results have not been received."""
         return self._core.outstanding
 
-    def stats(self) -> dict[str, float]:
-        """Pool counters summed over envs.
+    def stats(self, *, include_envs: bool = False) -> dict[str, float]:
+        """Pool counters summed over envs, optionally merged with the envs' own counters.
 
         Keys: ``pool/resets``, ``pool/steps``, ``pool/reset_errors``, ``pool/infra_errors``,
-        ``pool/launch_failures``, ``pool/busy_seconds`` and ``pool/retired``.
+        ``pool/launch_failures``, ``pool/busy_seconds`` and ``pool/retired``; with
+        ``include_envs``, ``env/<name>`` sums of each live env's ``stats()`` (and of its
+        ``restarts``), asked of the workers after their running calls.
         """
         totals: dict[str, float] = {}
         for slot in self._core.slots:
             for name, value in vars(slot.stats).items():
                 totals[f"pool/{name}"] = totals.get(f"pool/{name}", 0) + value
         totals["pool/retired"] = self.num_envs - len(self.live_env_ids)
+        if include_envs:
+            for counters in self.call(_env_counters):
+                for name, value in counters.items():
+                    totals[f"env/{name}"] = totals.get(f"env/{name}", 0) + value
         return totals
 
     def env_stats(self, env_id: int) -> dict[str, float]:

@@ -27,8 +27,9 @@ TASKS = load_tasks(SUITE)
 
 @pytest.fixture(scope="module")
 def env() -> collections.abc.Iterator[OSWorldEnv]:
-    with OSWorldEnv(tasks=SUITE, action_format="structured", screen_size=(1280, 720),
-                    max_steps=30, offline=True) as e:
+    with OSWorldEnv(
+        tasks=SUITE, action_format="structured", screen_size=(1280, 720), max_steps=30, offline=True
+    ) as e:
         yield e
 
 
@@ -37,7 +38,9 @@ def test_suite_shape() -> None:
     assert sum(t.infeasible for t in TASKS) >= 3
     assert len(TASKS.domains) >= 6 and "multi_apps" in TASKS.domains
     assert len(TASKS.filter(domain="multi_apps")) >= 3
-    index = json.loads(resources.files("osworld_gym_envs").joinpath(SUITE, "test_all.json").read_text())
+    index = json.loads(
+        resources.files("osworld_gym_envs").joinpath(SUITE, "test_all.json").read_text()
+    )
     assert sorted(i for ids in index.values() for i in ids) == sorted(TASKS.ids)
     assert set(ORACLES) == set(TASKS.ids), "every task needs exactly one oracle"
 
