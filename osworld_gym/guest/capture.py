@@ -139,7 +139,7 @@ class ScreenCapture:
             raw = self.grab_raw(options.cursor)
         settle_seconds = time.perf_counter() - start if options.settle else 0.0
         width, height = self.size
-        rgb, size = _fit_pixels(
+        rgb, size = fit_pixels(
             bgra_to_rgb(raw, (width, height)), (width, height), options.max_pixels
         )
         data, content_type = encode(rgb, size, options)
@@ -188,9 +188,8 @@ def bgra_to_rgb(raw: bytes, size: tuple[int, int]) -> bytes:
     return Image.frombuffer("RGB", size, raw, "raw", "BGRX", 0, 1).tobytes()
 
 
-def _fit_pixels(
-    rgb: bytes, size: tuple[int, int], max_pixels: int
-) -> tuple[bytes, tuple[int, int]]:
+def fit_pixels(rgb: bytes, size: tuple[int, int], max_pixels: int) -> tuple[bytes, tuple[int, int]]:
+    """Downscale packed RGB (keeping the aspect ratio) to at most ``max_pixels``; 0 = as is."""
     width, height = size
     if not max_pixels or width * height <= max_pixels:
         return rgb, size

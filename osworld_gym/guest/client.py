@@ -30,6 +30,7 @@ from osworld_gym.errors import (
     UnsupportedByGuestError,
 )
 from osworld_gym.guest import protocol
+from osworld_gym.guest.capture import ScreenshotOptions, encode, fit_pixels
 
 logger = logging.getLogger(__name__)
 
@@ -263,18 +264,12 @@ class GuestClient:
                 data = again
         with Image.open(io.BytesIO(data)) as image:
             rgb = image.convert("RGB")
-        if max_pixels and rgb.width * rgb.height > max_pixels:
-            scale = (max_pixels / (rgb.width * rgb.height)) ** 0.5
-            rgb = rgb.resize((int(rgb.width * scale), int(rgb.height * scale)))
-        if format == "raw":
-            payload, ctype = rgb.tobytes(), "application/octet-stream"
-        elif format == "jpeg":
-            buffer = io.BytesIO()
-            rgb.save(buffer, "JPEG", quality=quality)
-            payload, ctype = buffer.getvalue(), "image/jpeg"
+        pixels, size = fit_pixels(rgb.tobytes(), rgb.size, max_pixels)
+        if format == "png" and size == rgb.size:
+            payload, ctype = data, "image/png"  # the guest's own PNG, untouched
         else:
-            payload, ctype = data, "image/png"
-        return Screenshot(payload, ctype, rgb.width, rgb.height, settled, time.monotonic() - start)
+            payload, ctype = encode(pixels, size, ScreenshotOptions(format=format, quality=quality))
+        return Screenshot(payload, ctype, size[0], size[1], settled, time.monotonic() - start)
 
     def screen_size(self) -> tuple[int, int]:
         """The screen's (width, height)."""

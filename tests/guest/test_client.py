@@ -94,6 +94,9 @@ class TestOfficialGuestFallback:
         assert jpeg.content_type == "image/jpeg" and (jpeg.width, jpeg.height) == SMALL_SCREEN
         small = client.screenshot(format="raw", max_pixels=320 * 180)
         assert small.to_array().shape == (180, 320, 3)
+        small_png = client.screenshot(format="png", max_pixels=320 * 180)
+        assert (small_png.width, small_png.height) == (320, 180)
+        assert small_png.to_array().shape == (180, 320, 3)
         settled = client.screenshot(settle=True, settle_timeout=3)
         assert settled.settled is True
 
