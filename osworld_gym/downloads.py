@@ -18,16 +18,12 @@ from pathlib import Path
 import requests
 
 from osworld_gym.errors import OSWorldGymError
-from osworld_gym.tasks.placeholders import download_cache_name
 
 logger = logging.getLogger(__name__)
 
 
 class AssetUnavailableError(OSWorldGymError):
     """An asset is neither cached nor reachable; the message names the URL and cache paths."""
-
-
-cache_name = download_cache_name  # OSWorld's ``<uuid5(url)>_<basename(path)>``
 
 
 @dataclass(frozen=True)

@@ -303,13 +303,8 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
             settle_quiet=quiet if quiet is not None else self.config.settle_quiet,
         )
         timings["settle"] = shot.settle_seconds
-        obs: dict[str, Any] = {
-            "screenshot": _fit(shot.to_array(), self.config.screen_size),
-            "instruction": self._task.instruction if self._task else "",
-            "last_action_error": error,
-        }
-        if self.config.accessibility_tree:
-            obs["accessibility_tree"] = self._accessibility_tree()
+        tree = self._accessibility_tree() if self.config.accessibility_tree else None
+        obs = self._make_obs(_fit(shot.to_array(), self.config.screen_size), error, tree)
         timings["observe"] = time.perf_counter() - start
         self._last_obs = obs
         return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in obs.items()}
@@ -358,21 +353,28 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         self._healthy = False
         self._episode_over = True
         info["infra_error"] = f"{type(error).__name__}: {error}"
-        obs = self._last_obs or self._blank_obs()
-        obs = dict(obs, last_action_error=info["infra_error"][:MAX_INSTRUCTION_CHARS])
+        error_text = info["infra_error"][:MAX_INSTRUCTION_CHARS]
+        last = self._last_obs
+        if last is None:
+            width, height = self.config.screen_size
+            frame = np.zeros((height, width, 3), np.uint8)
+            obs = self._make_obs(frame, error_text, "" if self.config.accessibility_tree else None)
+        else:
+            obs = self._make_obs(
+                last["screenshot"].copy(), error_text, last.get("accessibility_tree")
+            )
         return obs, 0.0, False, True, info
 
-    def _blank_obs(self) -> dict[str, Any]:
-        width, height = self.config.screen_size
-        instruction = self._task.instruction if self._task else ""
-        blank: dict[str, Any] = {
-            "screenshot": np.zeros((height, width, 3), np.uint8),
-            "instruction": instruction,
-            "last_action_error": "",
+    def _make_obs(self, screenshot: np.ndarray, error: str, tree: str | None) -> dict[str, Any]:
+        """The observation dict of the declared space (``tree`` only when it is observed)."""
+        obs: dict[str, Any] = {
+            "screenshot": screenshot,
+            "instruction": self._task.instruction if self._task else "",
+            "last_action_error": error,
         }
-        if self.config.accessibility_tree:
-            blank["accessibility_tree"] = ""
-        return blank
+        if tree is not None:
+            obs["accessibility_tree"] = tree
+        return obs
 
     def _info(self, *, timings: dict[str, float], **extra: Any) -> dict[str, Any]:
         info: dict[str, Any] = {

@@ -17,10 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from osworld_gym.downloads import AssetCache, AssetUnavailableError, cache_name
+from osworld_gym.downloads import AssetCache, AssetUnavailableError
 from osworld_gym.errors import GuestError, GuestHTTPError, TaskSetupError
 from osworld_gym.guest.client import GuestClient
-from osworld_gym.tasks.placeholders import placeholder_values, substitute_placeholders
+from osworld_gym.tasks.placeholders import (
+    download_cache_name,
+    placeholder_values,
+    substitute_placeholders,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -38,21 +42,21 @@ NEEDS: dict[str, str] = {
 }
 
 
-SUPPORTED_STEP_TYPES = frozenset(
-    {
-        "download",
-        "upload_file",
-        "launch",
-        "open",
-        "execute",
-        "command",
-        "execute_with_verification",
-        "sleep",
-        "activate_window",
-        "close_window",
-        "change_wallpaper",
-    }
-)
+# Step type -> the SetupInterpreter method that runs it (``command`` is OSWorld's alias).
+_STEP_METHODS: dict[str, str] = {
+    "download": "_download",
+    "upload_file": "_upload_file",
+    "launch": "_launch",
+    "open": "_open",
+    "execute": "_execute",
+    "command": "_execute",
+    "execute_with_verification": "_execute_with_verification",
+    "sleep": "_sleep_step",
+    "activate_window": "_activate_window",
+    "close_window": "_close_window",
+    "change_wallpaper": "_change_wallpaper",
+}
+SUPPORTED_STEP_TYPES = frozenset(_STEP_METHODS)
 
 
 @dataclass(frozen=True)
@@ -141,19 +145,8 @@ class SetupInterpreter:
         self.context = context
         self._sleep = sleep
         self._handlers: dict[str, Callable[[dict[str, Any]], str | None]] = {
-            "download": self._download,
-            "upload_file": self._upload_file,
-            "launch": self._launch,
-            "open": self._open,
-            "execute": self._execute,
-            "command": self._execute,
-            "execute_with_verification": self._execute_with_verification,
-            "sleep": self._sleep_step,
-            "activate_window": self._activate_window,
-            "close_window": self._close_window,
-            "change_wallpaper": self._change_wallpaper,
+            kind: getattr(self, method) for kind, method in _STEP_METHODS.items()
         }
-        assert set(self._handlers) == SUPPORTED_STEP_TYPES  # the report and the runner agree
 
     @property
     def supported_types(self) -> frozenset[str]:
@@ -203,7 +196,9 @@ class SetupInterpreter:
     def _download(self, params: dict[str, Any]) -> None:
         for item in params["files"]:
             url, path = item["url"], item["path"]
-            local = self.context.cache.fetch(url, self.context.task_id, cache_name(url, path))
+            local = self.context.cache.fetch(
+                url, self.context.task_id, download_cache_name(url, path)
+            )
             self.context.client.upload(path, local.read_bytes())
 
     def _upload_file(self, params: dict[str, Any]) -> None:

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from desktop_helpers import SMALL_SCREEN, wait_until
 
-from osworld_gym.downloads import AssetCache, AssetUnavailableError, cache_name
+from osworld_gym.downloads import AssetCache, AssetUnavailableError
 from osworld_gym.errors import EvaluatorError, TaskSetupError
 from osworld_gym.evaluation.getters import EvalContext, get_getter
 from osworld_gym.providers.local import LocalDesktop
 from osworld_gym.task_setup import SetupContext, SetupInterpreter
+from osworld_gym.tasks.placeholders import download_cache_name
 
 pytestmark = pytest.mark.desktop
 
@@ -39,7 +40,7 @@ def test_download_from_cache_upload_execute_and_until(
     clean_desktop: LocalDesktop, cache: AssetCache, tmp_path: Path
 ) -> None:
     url = "https://huggingface.co/datasets/example/resolve/main/data.csv"
-    cached = cache.root / "task-1" / cache_name(url, "/x/data.csv")
+    cached = cache.root / "task-1" / download_cache_name(url, "/x/data.csv")
     cached.parent.mkdir(parents=True)
     cached.write_text("a,b\n1,2\n")
     (tmp_path / "assets").mkdir()

@@ -21,6 +21,7 @@ import tempfile
 import time
 import uuid
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -320,40 +321,36 @@ class LocalDesktop(Desktop):
                 data += chunk
         return data.decode().strip()
 
-    def _start_xvfb(self) -> None:
-        width, height = self.config.screen_size
+    def _spawn_reporting(self, name: str, argv: Callable[[int], list[str]], deadline: float) -> str:
+        """Start a component that writes one line to an inherited pipe once ready; return it.
+
+        Args:
+            name: Component name (log file, ``self._procs`` key).
+            argv: Builds the command line from the pipe's write descriptor.
+            deadline: ``time.monotonic()`` value by which the line must arrive.
+        """
         read_fd, write_fd = os.pipe()
         try:
-            self._spawn(
-                "xvfb",
-                [
-                    "Xvfb",
-                    "-displayfd",
-                    str(write_fd),
-                    "-screen",
-                    "0",
-                    f"{width}x{height}x24",
-                    "-nolisten",
-                    "tcp",
-                    "-dpi",
-                    "96",
-                    "+extension",
-                    "XTEST",
-                    # Without it the server resets whenever its last client leaves (the AT-SPI
-                    # launcher connects only briefly), dropping connections being opened then.
-                    "-noreset",
-                ],
-                pass_fds=(write_fd,),
-            )
+            self._spawn(name, argv(write_fd), pass_fds=(write_fd,))
             os.close(write_fd)
             write_fd = -1
-            number = self._read_fd_line(
-                "xvfb", read_fd, time.monotonic() + self.config.boot_timeout
-            )
+            return self._read_fd_line(name, read_fd, deadline)
         finally:
             os.close(read_fd)
             if write_fd >= 0:
                 os.close(write_fd)
+
+    def _start_xvfb(self) -> None:
+        width, height = self.config.screen_size
+        argv = [
+            "Xvfb", "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp", "-dpi", "96",
+            "+extension", "XTEST",
+            # Without it the server resets whenever its last client leaves (the AT-SPI
+            # launcher connects only briefly), dropping connections being opened then.
+            "-noreset",
+        ]  # fmt: skip
+        deadline = time.monotonic() + self.config.boot_timeout
+        number = self._spawn_reporting("xvfb", lambda fd: [*argv, "-displayfd", str(fd)], deadline)
         self.display = f":{number}"
 
     def _start_session(self, *, restart_guest: bool = True) -> None:
@@ -370,27 +367,16 @@ class LocalDesktop(Desktop):
         # A fixed socket path: a guest that survives a reset keeps a valid bus address.
         socket = self.root / "runtime" / "bus"
         socket.unlink(missing_ok=True)
-        read_fd, write_fd = os.pipe()
-        try:
-            self._spawn(
-                "dbus",
-                [
-                    "dbus-daemon",
-                    "--session",
-                    "--nofork",
-                    "--nopidfile",
-                    f"--address=unix:path={socket}",
-                    f"--print-address={write_fd}",
-                ],
-                pass_fds=(write_fd,),
-            )
-            os.close(write_fd)
-            write_fd = -1
-            self._dbus_address = self._read_fd_line("dbus", read_fd, deadline)
-        finally:
-            os.close(read_fd)
-            if write_fd >= 0:
-                os.close(write_fd)
+        argv = [
+            "dbus-daemon",
+            "--session",
+            "--nofork",
+            "--nopidfile",
+            f"--address=unix:path={socket}",
+        ]
+        self._dbus_address = self._spawn_reporting(
+            "dbus", lambda fd: [*argv, f"--print-address={fd}"], deadline
+        )
         if os.access(_AT_SPI_LAUNCHER, os.X_OK):
             # Started before any app: Qt apps only export their tree if the bus already runs.
             self._spawn("atspi", [_AT_SPI_LAUNCHER, "--launch-immediately"])
