@@ -14,6 +14,7 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
+    """Write the suite's test_all.json; return the exit status."""
     if len(argv) != 1:
         sys.stderr.write(__doc__)
         return 2

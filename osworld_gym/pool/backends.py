@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
@@ -37,6 +38,13 @@ class Backend(Protocol):
         """
         ...
 
+    def abandon(self, env_id: int) -> None:
+        """Give up on a worker whose call hangs: stop its desktop, give the env a new worker.
+
+        Returns at once; the stuck call's eventual reply is dropped.
+        """
+        ...
+
     async def close(self, timeout: float) -> None:
         """Close every env (stopping its desktop) and release the workers, within ``timeout``."""
         ...
@@ -56,10 +64,8 @@ class ThreadBackend:
 
     def __init__(self, factories: Sequence[EnvFactory], config: PoolConfig) -> None:
         self.workers = [EnvWorker(f, i, config) for i, f in enumerate(factories)]
-        self._executors = [
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"osworld-env-{i}")
-            for i in range(len(factories))
-        ]
+        self._executors = [_executor(i) for i in range(len(factories))]
+        self._stoppers: list[threading.Thread] = []  # closing abandoned envs
 
     async def start(self) -> None:
         """Nothing to start: threads are created with the first command."""
@@ -69,6 +75,22 @@ class ThreadBackend:
         loop = asyncio.get_running_loop()
         worker = self.workers[env_id]
         return await loop.run_in_executor(self._executors[env_id], worker.handle, command, payload)
+
+    def abandon(self, env_id: int) -> None:
+        """Swap in a new worker and thread; stop the old env's desktop from a helper thread.
+
+        A Python thread cannot be killed: stopping the desktop under the stuck call makes it
+        fail fast, which frees the old thread; its late result goes nowhere.
+        """
+        old, stuck = self.workers[env_id], self._executors[env_id]
+        self.workers[env_id] = EnvWorker(old.factory, env_id, old.config)
+        self._executors[env_id] = _executor(env_id)
+        stuck.shutdown(wait=False, cancel_futures=True)
+        stopper = threading.Thread(
+            target=old.close, name=f"osworld-env-{env_id}-abandon", daemon=True
+        )
+        stopper.start()
+        self._stoppers = [t for t in self._stoppers if t.is_alive()] + [stopper]
 
     async def close(self, timeout: float) -> None:
         """Close each env on its thread; envs whose thread stays busy are closed from here."""
@@ -91,6 +113,7 @@ class ThreadBackend:
             await asyncio.gather(*(asyncio.to_thread(closing[f].close) for f in stuck))
         for executor in self._executors:
             executor.shutdown(wait=False, cancel_futures=True)
+        await asyncio.to_thread(self._join_stoppers, timeout)
 
     def force_close(self) -> None:
         """Close every env from the calling thread."""
@@ -98,6 +121,18 @@ class ThreadBackend:
             worker.close()
         for executor in self._executors:
             executor.shutdown(wait=False, cancel_futures=True)
+        self._join_stoppers(10.0)
+
+    def _join_stoppers(self, timeout: float) -> None:
+        """Wait (bounded) until abandoned envs are closed, so their desktops are gone."""
+        for stopper in self._stoppers:
+            stopper.join(timeout)
+            if stopper.is_alive():
+                logger.warning("an abandoned env is still closing after %.1f s", timeout)
+
+
+def _executor(env_id: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"osworld-env-{env_id}")
 
 
 def make_backend(

@@ -68,6 +68,12 @@ class PoolConfig:
             desktop screens).
         close_timeout: Seconds ``close()`` waits for calls in flight before it stops the
             workers' desktops anyway.
+        step_timeout: Seconds a step (evaluation included) may run before its worker counts
+            as hung: the episode ends truncated with ``infra_error``, the env's desktop is
+            stopped under the stuck call, and the env gets a fresh worker. None: no limit
+            beyond the env's own timeouts.
+        reset_timeout: The same for a reset (desktop launch and task setup included); a
+            timed-out reset counts as a failed launch.
     """
 
     max_concurrent_resets: int = 4
@@ -76,12 +82,18 @@ class PoolConfig:
     jpeg_quality: int = 85
     png_compress_level: int = 1
     close_timeout: float = 30.0
+    step_timeout: float | None = 600.0
+    reset_timeout: float | None = 1800.0
 
     def __post_init__(self) -> None:
         if self.max_concurrent_resets < 1:
             raise ValueError(
                 f"max_concurrent_resets must be >= 1, got {self.max_concurrent_resets}"
             )
+        for name in ("step_timeout", "reset_timeout", "close_timeout"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be > 0 or None, got {value}")
         if self.launch_attempts < 1:
             raise ValueError(f"launch_attempts must be >= 1, got {self.launch_attempts}")
         if self.screenshot_format not in (None, *SCREENSHOT_FORMATS):
@@ -103,11 +115,8 @@ class RayBackendConfig:
             names start with this prefix, one unit each: start every desktop host with e.g.
             ``ray start --resources='{"desktop:10.0.0.5": 16}'`` and pass ``"desktop:"``.
             None: let Ray place actors anywhere.
-        call_timeout: Seconds to wait for an actor that stopped answering before it counts as
-            lost (None: wait as long as the env's own timeouts allow).
     """
 
     address: str | None = None
     num_cpus: float = 1.0
     resource_prefix: str | None = None
-    call_timeout: float | None = None

@@ -50,6 +50,7 @@ class SlotStats:
     reset_errors: int = 0
     infra_errors: int = 0
     launch_failures: int = 0
+    hung_calls: int = 0
     busy_seconds: float = 0.0
 
 
@@ -215,10 +216,30 @@ class PoolCore:
             if not future.cancelled():
                 future.set_result(value)
 
+    async def _run_bounded(
+        self, slot: _Slot, command: Command, payload: Any, timeout: float | None
+    ) -> EnvResult:
+        """Run a reset or step; a call past its timeout abandons the worker (WorkerLostError)."""
+        try:
+            return await asyncio.wait_for(self.backend.run(slot.env_id, command, payload), timeout)
+        except TimeoutError:
+            slot.stats.hung_calls += 1
+            logger.warning(
+                "env %d: %s still running after %.1f s; abandoning its worker",
+                slot.env_id, command.value, timeout,
+            )  # fmt: skip
+            self.backend.abandon(slot.env_id)
+            raise WorkerLostError(
+                f"env {slot.env_id}: {command.value} hung for more than {timeout} s "
+                f"(PoolConfig.{command.value}_timeout); its desktop was stopped"
+            ) from None
+
     async def _step(self, slot: _Slot, action: Any) -> EnvResult:
         slot.stats.steps += 1
         try:
-            result: EnvResult = await self.backend.run(slot.env_id, Command.STEP, action)
+            result: EnvResult = await self._run_bounded(
+                slot, Command.STEP, action, self.config.step_timeout
+            )
         except Exception as e:  # a lost worker, or a bug between env and pool: never hang
             if not isinstance(e, WorkerLostError):
                 logger.exception("env %d: step failed outside the env", slot.env_id)
@@ -236,7 +257,9 @@ class PoolCore:
         while True:
             async with self._reset_gate:
                 try:
-                    result: EnvResult = await self.backend.run(slot.env_id, Command.RESET, payload)
+                    result: EnvResult = await self._run_bounded(
+                        slot, Command.RESET, payload, self.config.reset_timeout
+                    )
                 except Exception as e:  # a lost worker, or a bug between env and pool
                     if not isinstance(e, WorkerLostError):
                         logger.exception("env %d: reset failed outside the env", slot.env_id)

@@ -26,6 +26,11 @@ from osworld_gym.pool.worker import EnvWorker
 
 logger = logging.getLogger(__name__)
 
+# When an actor's process ends, Ray by default SIGKILLs its child processes, the desktop's
+# watchdog among them, before the watchdog can stop the desktop's daemonised apps (they are
+# not Ray's children). Left alone, the watchdog notices its launcher's death and stops them all.
+_ACTOR_ENV = {"RAY_kill_child_processes_on_worker_exit": "false"}
+
 
 def import_ray() -> Any:
     """Import Ray, or explain how to install it."""
@@ -108,28 +113,57 @@ class RayBackend:
             self.actors[env_id] = self._new_actor(env_id)
         logger.info("started %d env actors on Ray", len(self.actors))
 
-    def _new_actor(self, env_id: int) -> Any:
-        options: dict[str, Any] = {"num_cpus": self.ray_config.num_cpus, "max_restarts": 0}
+    def _new_actor(self, env_id: int, replacing: bool = False) -> Any:
+        options: dict[str, Any] = {
+            "num_cpus": self.ray_config.num_cpus,
+            "max_restarts": 0,
+            "runtime_env": {"env_vars": dict(_ACTOR_ENV)},
+        }
         if self.labels:
-            options["resources"] = {self.labels[env_id % len(self.labels)]: 1}
+            options["resources"] = {self._label_for(env_id, replacing): 1}
         return self._actor_class.options(**options).remote(
             self.factories[env_id], env_id, self.config
         )
+
+    def _label_for(self, env_id: int, replacing: bool) -> str:
+        """Round-robin at start; a replacement goes to the host with the most free units.
+
+        A replacement may be replacing an actor whose host left the cluster: asking for that
+        host's resource again would wait forever, so hosts are looked up afresh.
+        """
+        if not replacing:
+            return self.labels[env_id % len(self.labels)]
+        prefix = self.ray_config.resource_prefix or ""
+        free = {
+            name: units
+            for name, units in self.ray.available_resources().items()
+            if name.startswith(prefix) and units >= 1
+        }
+        if not free:
+            raise WorkerLostError(
+                f"no desktop host has a free {prefix!r} resource for env {env_id}; "
+                f"hosts known at start: {self.labels}"
+            )
+        return max(sorted(free), key=lambda name: free[name])
 
     async def run(self, env_id: int, command: Command, payload: Any = None) -> Any:
         """Run a command in the env's actor; a lost actor is replaced and reported."""
         ray = self.ray
         if self.actors[env_id] is None:
-            self.actors[env_id] = self._new_actor(env_id)
+            self.actors[env_id] = self._new_actor(env_id, replacing=True)
         ref = self.actors[env_id].handle.remote(command, payload)
         try:
-            return await asyncio.wait_for(ref, self.ray_config.call_timeout)
-        except (ray.exceptions.RayActorError, TimeoutError) as e:
+            return await ref
+        except ray.exceptions.RayActorError as e:
             self._discard(env_id)
             raise WorkerLostError(f"the Ray actor of env {env_id} was lost: {e}") from e
         except ray.exceptions.RayTaskError as e:  # only CALL functions raise in the actor
             cause = getattr(e, "cause", None)
             raise (cause if isinstance(cause, BaseException) else e) from None
+
+    def abandon(self, env_id: int) -> None:
+        """Kill the hung actor (its desktop stops with its process); the next call makes another."""
+        self._discard(env_id)
 
     def _discard(self, env_id: int) -> None:
         actor, self.actors[env_id] = self.actors[env_id], None

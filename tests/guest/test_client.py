@@ -70,7 +70,6 @@ def official() -> collections.abc.Iterator[LocalDesktop]:
 class TestOfficialGuestFallback:
     """Against a guest without extensions (what an official OSWorld image runs)."""
 
-
     def test_detects_official_guest(self, official: LocalDesktop) -> None:
         info = official.client.info(refresh=True)
         assert info.extended is False

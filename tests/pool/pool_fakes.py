@@ -32,6 +32,7 @@ class FakeFactory:
     launch_failures: int = 0  # the first N resets raise ProviderError
     infra_on_steps: frozenset[int] = frozenset()  # 1-based step counts that report infra_error
     crash_on_steps: frozenset[int] = frozenset()  # 1-based step counts that raise
+    hang_on_steps: frozenset[int] = frozenset()  # 1-based step counts that block until close
     builds: int = 0
     closes: int = 0
     resets: int = 0
@@ -78,6 +79,7 @@ class FakeEnv(gym.Env[dict[str, Any], str]):
         self.task_id = ""
         self.t = 0
         self.closed = False
+        self._stopped = threading.Event()  # a hung step returns when the env is closed
 
     def _obs(self) -> dict[str, Any]:
         frame = np.full(SHAPE, self.t % 256, np.uint8)
@@ -115,6 +117,9 @@ class FakeEnv(gym.Env[dict[str, Any], str]):
             f.steps += 1
             count = f.steps
         wait(f.step_latency)
+        if count in f.hang_on_steps:
+            self._stopped.wait()
+            raise ConnectionError("fake desktop stopped under a hung step")
         if count in f.crash_on_steps:
             raise RuntimeError(f"fake crash on step {count}")
         self.t += 1
@@ -132,6 +137,7 @@ class FakeEnv(gym.Env[dict[str, Any], str]):
         return self._obs(), reward, terminated, truncated, info
 
     def close(self) -> None:
+        self._stopped.set()
         if not self.closed:
             self.closed = True
             with self.factory._lock:

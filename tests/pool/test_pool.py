@@ -8,6 +8,7 @@ import time
 import weakref
 
 import pytest
+from desktop_helpers import wait_until
 from pool_fakes import FakeEnv, FakeFactory
 
 import osworld_gym
@@ -277,3 +278,37 @@ def test_close_does_not_wait_forever_for_a_stuck_call() -> None:
     pool.close()
     assert time.monotonic() - start < 1.5
     assert factory.closes == 1  # closed under the stuck call
+
+
+def test_hung_step_is_abandoned_as_infra_error_while_others_go_on() -> None:
+    hung = FakeFactory(hang_on_steps=frozenset({1}))
+    healthy = FakeFactory(step_latency=0.05)
+    with EnvPool([hung, healthy], config=PoolConfig(step_timeout=0.5)) as pool:
+        pool.reset(options={"task_id": "long"})
+        pool.send(["a", "a"])
+        first = pool.recv(min_results=1, max_results=1)[0]
+        assert first.env_id == 1 and not first.done  # the healthy env is not held up
+        (cut,) = pool.recv()
+        assert cut.env_id == 0 and cut.truncated and "hung" in cut.infra_error
+        wait_until(lambda: hung.closes == 1, timeout=5, message="hung env closed")
+        assert pool.stats()["pool/hung_calls"] == 1
+        assert pool.reset(env_ids=[0], options={"task_id": "long"})[0].ok  # a fresh worker
+        assert hung.builds == 2
+        assert not pool.step(["a"], env_ids=[0])[0].done
+
+
+def test_hung_reset_counts_as_a_failed_launch() -> None:
+    factory = FakeFactory(reset_latency=5.0)
+    config = PoolConfig(reset_timeout=0.3, launch_attempts=2)
+    start = time.monotonic()
+    with EnvPool(factory, num_envs=1, config=config) as pool:
+        (result,) = pool.reset()
+        assert isinstance(result.error, EnvRetiredError) and "hung" in str(result.error)
+        assert pool.stats()["pool/hung_calls"] == 2
+    assert time.monotonic() - start < 4.0
+
+
+def test_pool_config_rejects_bad_timeouts() -> None:
+    with pytest.raises(ValueError, match="step_timeout"):
+        PoolConfig(step_timeout=0)
+    assert PoolConfig(step_timeout=None, reset_timeout=None).step_timeout is None

@@ -6,13 +6,16 @@ variants are the ones to run while the host is shared.
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from desktop_helpers import wait_until
 from pool_desktops import (
@@ -102,6 +105,24 @@ def kill_desktops(pool: EnvPool, stop: threading.Event, kills: list[tuple[int, s
         if pids and kill(pids[component]):
             kills.append((env_id, component))
         stop.wait(rng.uniform(0.3, 1.0))
+
+
+def test_hung_desktop_is_abandoned_and_relaunched(tmp_path: Path) -> None:
+    """A frozen guest (SIGSTOP) hangs a step: the pool cuts it, stops that desktop, goes on."""
+    config = PoolConfig(step_timeout=5.0)
+    with EnvPool(spec(tmp_path), num_envs=2, config=config) as pool:
+        pool.reset(options={"task_id": INFEASIBLE})
+        (pids,) = pool.call(desktop_pids, env_ids=[0])
+        os.kill(pids["guest"], signal.SIGSTOP)
+        pool.send([Wait(seconds=0.1), Wait(seconds=0.1)])
+        (fast,) = pool.recv(min_results=1, max_results=1)
+        assert fast.env_id == 1 and not fast.done
+        (cut,) = pool.recv(timeout=60)
+        assert cut.env_id == 0 and cut.truncated and "hung" in cut.infra_error
+        wait_until(lambda: not psutil.pid_exists(pids["guest"]), timeout=30, message="stopped")
+        assert pool.reset(env_ids=[0], options={"task_id": INFEASIBLE})[0].ok
+        assert pool.step([Fail()], env_ids=[0])[0].reward == 1.0
+    assert processes_under(tmp_path) == []
 
 
 @pytest.mark.parametrize("num_envs", [pytest.param(4, id="4envs"), pytest.param(8, id="8envs")])

@@ -6,12 +6,14 @@ Skipped when Ray is not installed (``pip install 'osworld-gym[ray]'``).
 from __future__ import annotations
 
 import collections.abc
-import importlib.util
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pool_desktops
 import pool_fakes
+import psutil
 import pytest
 from desktop_helpers import wait_until
 from pool_desktops import SOLUTIONS, UNSOLVED, processes_under, scripted_policy, spec
@@ -21,11 +23,6 @@ from osworld_gym.errors import ClosedPoolError, UnknownTaskError
 from osworld_gym.pool import EnvPool, PoolConfig, RayBackendConfig
 from osworld_gym.pool.collector import CollectorConfig, RolloutCollector
 
-# Read by Ray when it is imported: keep the local Ray on 127.0.0.1 (DESIGN.md).
-_PREVIOUS = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
-os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-if importlib.util.find_spec("ray") is None and _PREVIOUS is None:
-    del os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"]
 ray = pytest.importorskip("ray", reason="pip install 'osworld-gym[ray]'")
 LABEL = "desktop:127.0.0.1"
 BACKEND = RayBackendConfig(num_cpus=0.25, resource_prefix="desktop:")
@@ -43,10 +40,6 @@ def local_ray() -> collections.abc.Iterator[None]:
         yield
     finally:
         ray.shutdown()
-        if _PREVIOUS is None:
-            os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
-        else:
-            os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = _PREVIOUS
 
 
 def test_pool_on_actors_is_wait_any_and_placed_by_resource() -> None:
@@ -113,3 +106,48 @@ def test_collect_bundled_tasks_on_ray(tmp_path: Path) -> None:
         scores = {g.task_id: g.scores for g in groups}
         assert 1.0 in scores["os-write-file-content"] and scores[UNSOLVED[0]] == [0.0, 0.0]
     assert processes_under(tmp_path) == []
+
+
+DRIVER = """
+import sys, threading
+from pathlib import Path
+sys.path.insert(0, {helpers!r})
+import ray
+ray.init(num_cpus=2, include_dashboard=False, resources={{{label!r}: 4}}, log_to_driver=False)
+import pool_desktops
+ray.cloudpickle.register_pickle_by_value(pool_desktops)
+from osworld_gym.pool import EnvPool, RayBackendConfig
+backend = RayBackendConfig(num_cpus=0.25, resource_prefix="desktop:")
+pool = EnvPool(pool_desktops.spec(Path({work!r})), num_envs=2, backend=backend)
+assert all(r.ok for r in pool.reset(options={{"task_id": "os-count-error-lines"}}))
+print("ready", flush=True)
+threading.Event().wait()
+"""
+
+
+@pytest.mark.desktop
+def test_driver_killed_leaves_no_actor_and_no_desktop(tmp_path: Path) -> None:
+    """SIGKILL the driver: Ray ends its actors, and each desktop stops with its actor."""
+    code = DRIVER.format(helpers=str(Path(__file__).parent), label=LABEL, work=str(tmp_path))
+    driver = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert driver.stdout is not None and driver.stdout.readline().strip() == "ready"
+        assert len(processes_under(tmp_path)) >= 8  # two desktops with their apps
+        spawned = psutil.Process(driver.pid).children(recursive=True)  # its Ray and actors
+        assert spawned
+    finally:
+        driver.kill()
+        driver.wait()
+
+    def alive(procs: list[psutil.Process]) -> list[psutil.Process]:
+        return [p for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+    actors = [p for p in spawned if "EnvActor" in p.name()]
+    assert len(actors) == 2
+    wait_until(
+        lambda: not alive(actors) and not processes_under(tmp_path),
+        timeout=60,
+        message="actors and desktops gone",
+    )
+    # Ray's own agents of the driver's local Ray notice their raylet is gone within minutes.
+    wait_until(lambda: not alive(spawned), timeout=240, message="the driver's Ray gone")
