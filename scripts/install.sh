@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine for osworld-gym: system packages (scripts/install_system_deps.sh),
-# then the Python package with its guest and test extras into the current Python.
+# then the Python package with its guest, eval, ray, train and test extras into the current Python.
 #   bash scripts/install.sh            # regular install (what CI and users run)
 #   bash scripts/install.sh --editable # for development
 set -euo pipefail
@@ -9,10 +9,16 @@ cd "$(dirname "$0")/.."
 bash scripts/install_system_deps.sh
 
 PIP=(python -m pip install -q --disable-pip-version-check --root-user-action=ignore)
+# The trainer's torch: the pinned CPU build, unless a torch is already there (a GPU machine's).
+# Any other request for torch would pull a multi-GB CUDA build.
+if ! python -c "import torch" >/dev/null 2>&1; then
+  "${PIP[@]}" "torch==2.13.0"
+fi
+EXTRAS="guest,eval,ray,train,test"
 if [ "${1:-}" = "--editable" ]; then
-  "${PIP[@]}" -e ".[guest,eval,ray,test]"
+  "${PIP[@]}" -e ".[$EXTRAS]"
 else
-  "${PIP[@]}" ".[guest,eval,ray,test]"
+  "${PIP[@]}" ".[$EXTRAS]"
 fi
 
 # pyautogui (for OSWorld-style `python -c "import pyautogui; ..."` through /execute) without its

@@ -5,4 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The `pytest` script (not `python -m pytest`) keeps the source tree off sys.path, so the tests
 # import the installed package with its data files.
+# Models are built locally by the tests; nothing may come from the Hugging Face hub.
+export HF_HUB_OFFLINE=1
 exec pytest "$@"
