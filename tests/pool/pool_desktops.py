@@ -79,9 +79,10 @@ def processes_under(work_dir: Path) -> list[psutil.Process]:
         try:
             home = (proc.info["environ"] or {}).get("HOME", "")
             cwd = proc.info["cwd"] or ""
-        except (psutil.Error, AttributeError):
-            continue
-        if home.startswith(prefix) or cwd.startswith(prefix):
-            if proc.status() != psutil.STATUS_ZOMBIE:
+            if (home.startswith(prefix) or cwd.startswith(prefix)) and (
+                proc.status() != psutil.STATUS_ZOMBIE
+            ):
                 found.append(proc)
+        except (psutil.Error, AttributeError):  # gone while we looked
+            continue
     return found
