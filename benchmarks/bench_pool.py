@@ -22,7 +22,10 @@ Prints, per mode, with n envs and the collection's wall time:
               own episode -- in a reset/step call or waiting for the policy call that chooses its
               action -- / (wall x n). Idle is time spent waiting for other envs (lock-step's
               slowest-env barrier) or with no episode (a batch's tail);
+  * queue  -- share of env time spent waiting for a launch slot (PoolConfig.max_concurrent_resets);
   * ep/min -- episodes per minute;
+  * cpu    -- the host's CPU use over the run (1.0: every core busy; then the desktops, not the
+              scheduler, bound the throughput);
 and the rollout-wise / lock-step ratios; plus the peak memory per env (RSS of each desktop's
 processes). Target (issue 5): busy above 0.85 rollout-wise and at least 1.5x the episodes per
 minute of lock-step.
@@ -138,11 +141,15 @@ def step_bound(groups: list[TrajectoryGroup]) -> float:
 def measure(
     pool: EnvPool, run: Callable[[], list[TrajectoryGroup]], episodes: int
 ) -> dict[str, float]:
-    busy_before = pool.stats()["pool/busy_seconds"]
+    before = pool.stats()
+    psutil.cpu_percent()  # starts the host CPU measurement window
     start = time.monotonic()
     groups = run()
     wall = time.monotonic() - start
-    busy = pool.stats()["pool/busy_seconds"] - busy_before
+    cpu = psutil.cpu_percent() / 100
+    after = pool.stats()
+    busy = after["pool/busy_seconds"] - before["pool/busy_seconds"]
+    queued = after["pool/reset_queue_seconds"] - before["pool/reset_queue_seconds"]
     done = sum(len(g) for g in groups)
     assert done == episodes, (done, episodes)
     n = pool.num_envs
@@ -151,6 +158,8 @@ def measure(
         "wall": wall,
         "utilization": busy / (wall * n),
         "occupancy": (busy + own_policy) / (wall * n),
+        "reset_queue": queued / (wall * n),
+        "cpu": cpu,
         "bound": step_bound(groups),
         "episodes_per_min": done / wall * 60,
         "steps": sum(len(t.steps) for g in groups for t in g.trajectories),
@@ -204,11 +213,15 @@ def bench(num_envs: int, args: argparse.Namespace) -> None:
         f"\n{num_envs} envs, {episodes} episodes ({n_tasks} tasks x {args.group_size}), "
         f"desktops launched in {launch:.1f} s, peak memory per env {peak_mb:.0f} MB"
     )
-    print(f"{'mode':<14}{'wall s':>8}{'util':>7}{'bound':>7}{'busy':>7}{'ep/min':>8}{'steps':>7}")
+    print(
+        f"{'mode':<14}{'wall s':>8}{'util':>7}{'bound':>7}{'busy':>7}{'queue':>7}"
+        f"{'ep/min':>8}{'steps':>7}{'cpu':>6}"
+    )
     for name, row in (("lock-step", lockstep), ("rollout-wise", rollout)):
         print(
             f"{name:<14}{row['wall']:>8.1f}{row['utilization']:>7.2f}{row['bound']:>7.2f}"
-            f"{row['occupancy']:>7.2f}{row['episodes_per_min']:>8.1f}{row['steps']:>7.0f}"
+            f"{row['occupancy']:>7.2f}{row['reset_queue']:>7.2f}"
+            f"{row['episodes_per_min']:>8.1f}{row['steps']:>7.0f}{row['cpu']:>6.2f}"
         )
     ratio = {k: rollout[k] / lockstep[k] for k in ("utilization", "occupancy", "episodes_per_min")}
     print(
@@ -225,7 +238,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, nargs=2, default=[0.05, 0.6])
     parser.add_argument("--steps", type=int, nargs=2, default=[2, 8])
     parser.add_argument("--policy-concurrency", type=int, default=0, help="0: one per env")
-    parser.add_argument("--max-concurrent-resets", type=int, default=4)
+    parser.add_argument("--max-concurrent-resets", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     for num_envs in args.envs:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +53,7 @@ class SlotStats:
     launch_failures: int = 0
     hung_calls: int = 0
     busy_seconds: float = 0.0
+    reset_queue_seconds: float = 0.0  # waiting for a free launch slot (max_concurrent_resets)
 
 
 @dataclass
@@ -255,7 +257,9 @@ class PoolCore:
     async def _reset(self, slot: _Slot, payload: Any) -> EnvResult:
         slot.stats.resets += 1
         while True:
+            queued = time.perf_counter()
             async with self._reset_gate:
+                slot.stats.reset_queue_seconds += time.perf_counter() - queued
                 try:
                     result: EnvResult = await self._run_bounded(
                         slot, Command.RESET, payload, self.config.reset_timeout

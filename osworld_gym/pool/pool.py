@@ -131,7 +131,8 @@ class EnvPool:
         """Pool counters summed over envs, optionally merged with the envs' own counters.
 
         Keys: ``pool/resets``, ``pool/steps``, ``pool/reset_errors``, ``pool/infra_errors``,
-        ``pool/launch_failures``, ``pool/busy_seconds`` and ``pool/retired``; with
+        ``pool/launch_failures``, ``pool/hung_calls``, ``pool/busy_seconds``,
+        ``pool/reset_queue_seconds`` (waiting for a launch slot) and ``pool/retired``; with
         ``include_envs``, ``env/<name>`` sums of each live env's ``stats()`` (and of its
         ``restarts``), asked of the workers after their running calls.
         """
