@@ -41,8 +41,9 @@ both, so the next :meth:`~VLLMEngine.update_weights` must push *every* parameter
 loop is ``sleep(2)`` -> train -> ``update_weights`` (wakes the weights, pushes) -> ``generate``
 (wakes the KV cache).
 
-Everything that does not need vLLM (request building, sampling arguments, output conversion,
-name mapping) is a plain function here, testable without it.
+Everything that does not need vLLM is a plain function, testable without it: request building,
+sampling arguments and output conversion in :mod:`.vllm_requests`, weight names in
+:mod:`.vllm_weights` (re-exported here).
 """
 
 from __future__ import annotations
@@ -61,6 +62,21 @@ from typing import TYPE_CHECKING, Any, Literal
 from osworld_agents.engines.base import Generation, SamplingParams
 from osworld_agents.engines.chat_encoding import QwenChatEncoder
 from osworld_agents.engines.conversation import Conversation
+from osworld_agents.engines.vllm_requests import (
+    SEED_MODULUS,
+    VLLMRequest,
+    build_request,
+    sampled_logprobs,
+    sampling_kwargs,
+    to_generation,
+)
+from osworld_agents.engines.vllm_weights import (
+    HF_TO_VLLM_PREFIXES,
+    hf_to_vllm_name,
+    iter_trainer_weights,
+    normalize_trainer_name,
+    vllm_parameter_name,
+)
 
 from osworld_gym.errors import DependencyNotInstalled
 
@@ -89,42 +105,8 @@ __all__ = [
 
 VLLM_INSTALL_HINT = "pip install 'osworld-gym[vllm]'"
 
-HF_TO_VLLM_PREFIXES: tuple[tuple[str, str], ...] = (
-    # transformers >= 4.52 names (what a trainer's state_dict() holds)
-    ("model.language_model.", "language_model.model."),
-    ("model.visual.", "visual."),
-    # original checkpoint names (what model.safetensors holds)
-    ("lm_head.", "language_model.lm_head."),
-    ("model.", "language_model.model."),
-)
-"""``Qwen2_5_VLForConditionalGeneration.hf_to_vllm_mapper`` prefixes, in vLLM's order.
-
-vLLM applies every matching rule in turn (no early exit); after the first rule a name starts
-with ``language_model.``, so the last rule no longer matches it.
-"""
-
-# vLLM fuses these Hugging Face projections into one parameter each: the loaders take the pieces
-# one by one and write them into their shard (vllm/model_executor/models/qwen2.py and the
-# vision MLP of qwen2_5_vl.py). The vision attention's qkv is fused on both sides already.
-_STACKED_PARAMS: tuple[tuple[str, str, str | int], ...] = (
-    (".q_proj.", ".qkv_proj.", "q"),
-    (".k_proj.", ".qkv_proj.", "k"),
-    (".v_proj.", ".qkv_proj.", "v"),
-    (".gate_proj.", ".gate_up_proj.", 0),
-    (".up_proj.", ".gate_up_proj.", 1),
-)
-
-# Wrapper segments that training wrappers insert into parameter names (activation
-# checkpointing, FSDP1, torch.compile); DDP adds a leading "module.".
-_WRAPPER_SEGMENTS = ("_checkpoint_wrapped_module.", "_fsdp_wrapped_module.", "_orig_mod.")
-
-# Derived buffers (rotary frequencies): recomputed by vLLM from the config, never pushed.
-_DERIVED_BUFFER_SUFFIXES = (".inv_freq", ".original_inv_freq")
-
 _SLEEP_TAGS = frozenset({"weights", "kv_cache", "scheduling"})
 _MEMORY_TAGS = frozenset({"weights", "kv_cache"})
-_LOGIT_BAN = -100.0  # vLLM clamps logit_bias values to [-100, 100]
-_SEED_MODULUS = 2**63
 
 WeightSync = Literal["reload_weights", "load_weights", "none"]
 
@@ -142,250 +124,6 @@ def import_vllm() -> ModuleType:
             f"the vLLM rollout engine needs vLLM 0.33 (Linux + CUDA): {VLLM_INSTALL_HINT}"
         ) from e
     return vllm
-
-
-# --- weight names ---------------------------------------------------------------------------
-
-
-def normalize_trainer_name(name: str) -> str:
-    """A trainer parameter name without the segments training wrappers add.
-
-    Removes ``_checkpoint_wrapped_module.``, ``_fsdp_wrapped_module.`` and ``_orig_mod.``
-    anywhere, and a leading ``module.`` (DDP).
-    """
-    for segment in _WRAPPER_SEGMENTS:
-        name = name.replace(segment, "")
-    return name.removeprefix("module.")
-
-
-def hf_to_vllm_name(name: str) -> str:
-    """The vLLM module path of a Qwen2.5-VL weight, as vLLM's ``hf_to_vllm_mapper`` renames it.
-
-    ``model.language_model.X`` -> ``language_model.model.X``, ``model.visual.X`` -> ``visual.X``,
-    ``lm_head.X`` -> ``language_model.lm_head.X``, and original checkpoint names ``model.X`` ->
-    ``language_model.model.X`` (``visual.X`` stays). Idempotent on vLLM names.
-    """
-    for prefix, replacement in HF_TO_VLLM_PREFIXES:
-        if name.startswith(prefix):
-            name = replacement + name[len(prefix) :]
-    return name
-
-
-def vllm_parameter_name(name: str) -> tuple[str, str | int | None]:
-    """The vLLM parameter a Hugging Face weight is loaded into, and its shard there.
-
-    Args:
-        name: A Hugging Face (or original checkpoint) weight name.
-
-    Returns:
-        ``(vllm_name, shard)``: e.g. ``model.language_model.layers.0.self_attn.k_proj.weight``
-        -> ``("language_model.model.layers.0.self_attn.qkv_proj.weight", "k")``; ``shard`` is
-        None for an unfused parameter.
-    """
-    mapped = hf_to_vllm_name(name)
-    for piece, fused, shard in _STACKED_PARAMS:
-        if piece in mapped:
-            return mapped.replace(piece, fused, 1), shard
-    return mapped, None
-
-
-def iter_trainer_weights(
-    weights: Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]],
-) -> Iterator[tuple[str, torch.Tensor]]:
-    """Trainer weights as ``(Hugging Face name, tensor)`` pairs ready for vLLM's loader.
-
-    Names lose wrapper segments (:func:`normalize_trainer_name`); derived rotary buffers are
-    skipped; tensors are detached, and DTensors (FSDP2) gathered with ``full_tensor()``. Lazy: a
-    generator of gathered tensors is consumed one tensor at a time.
-
-    Raises:
-        KeyError: A name is not a Qwen2.5-VL language-model or vision weight.
-    """
-    items = weights.items() if isinstance(weights, Mapping) else weights
-    for raw_name, tensor in items:
-        name = normalize_trainer_name(raw_name)
-        if name.endswith(_DERIVED_BUFFER_SUFFIXES):
-            continue
-        if not hf_to_vllm_name(name).startswith(("language_model.", "visual.")):
-            raise KeyError(f"{raw_name!r} is not a Qwen2.5-VL weight name")
-        full_tensor = getattr(tensor, "full_tensor", None)
-        if callable(full_tensor):
-            tensor = full_tensor()
-        yield name, tensor.detach()
-
-
-# --- requests -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class VLLMRequest:
-    """One conversation as a vLLM prompt.
-
-    Attributes:
-        prompt_token_ids: The encoder's ids with one ``<|image_pad|>`` per image.
-        images: The images as RGB PIL images, in prompt order.
-        prompt_tokens: Prompt length with image placeholders expanded (what the model sees and
-            what the transformers engine reports).
-    """
-
-    prompt_token_ids: list[int]
-    images: list[Any] = field(default_factory=list)
-    prompt_tokens: int = 0
-
-    def to_prompt(self) -> dict[str, Any]:
-        """The vLLM token prompt: ``prompt_token_ids`` and, with images, ``multi_modal_data``."""
-        prompt: dict[str, Any] = {"prompt_token_ids": list(self.prompt_token_ids)}
-        if self.images:
-            prompt["multi_modal_data"] = {"image": list(self.images)}
-        return prompt
-
-
-def build_request(encoder: QwenChatEncoder, conversation: Conversation) -> VLLMRequest:
-    """Render a conversation as a vLLM prompt, token for token as the trainer renders it.
-
-    Args:
-        encoder: The model's chat encoder.
-        conversation: The prompt; assistant turns with ``token_ids`` are spliced verbatim.
-
-    Returns:
-        The request. The ids are the collapsed form of ``encoder.encode_prompt(conversation)``;
-        vLLM expands each placeholder to the image's token count from the same image processor
-        settings, giving back the encoder's expanded ids.
-    """
-    encoded = encoder.encode_prompt(conversation)
-    return VLLMRequest(
-        prompt_token_ids=encoded.collapsed_input_ids(),
-        images=[image.to_pil() for image in conversation.images()],
-        prompt_tokens=len(encoded),
-    )
-
-
-def sampling_kwargs(
-    params: SamplingParams,
-    *,
-    stop_token_ids: Sequence[int],
-    banned_token_ids: Sequence[int] = (),
-    seed: int | None = None,
-) -> dict[str, Any]:
-    """Keyword arguments of ``vllm.SamplingParams`` for one request.
-
-    Every field that changes the distribution is set explicitly to its neutral value, so neither
-    the checkpoint's ``generation_config.json`` nor vLLM defaults move the sampled distribution
-    away from the one the log-probs describe.
-
-    Args:
-        params: The call's sampling parameters (temperature 0: greedy).
-        stop_token_ids: End-of-turn ids; the one sampled is kept in the output ids.
-        banned_token_ids: Ids given a -100 logit bias (the vision placeholders).
-        seed: This request's sampling seed (ignored for greedy decoding).
-
-    Returns:
-        ``n=1``, temperature/top-p/top-k (0 -> -1: off), ``max_tokens``, ``logprobs=0`` (the
-        sampled token's log-prob only), stop ids, neutral penalties, ``detokenize=False`` (the
-        encoder decodes, as in the transformers engine).
-    """
-    greedy = params.temperature == 0
-    return {
-        "n": 1,
-        "temperature": 0.0 if greedy else float(params.temperature),
-        "top_p": 1.0 if greedy else float(params.top_p),
-        "top_k": -1 if greedy or params.top_k == 0 else int(params.top_k),
-        "min_p": 0.0,
-        "repetition_penalty": 1.0,
-        "presence_penalty": 0.0,
-        "frequency_penalty": 0.0,
-        "max_tokens": int(params.max_new_tokens),
-        "min_tokens": 0,
-        "seed": None if greedy else seed,
-        "logprobs": 0,
-        "stop_token_ids": [int(t) for t in stop_token_ids],
-        "ignore_eos": False,
-        "logit_bias": {int(t): _LOGIT_BAN for t in banned_token_ids} or None,
-        "detokenize": False,
-        "skip_special_tokens": False,
-    }
-
-
-def sampled_logprobs(token_ids: Sequence[int], logprobs: Sequence[Any] | None) -> list[float]:
-    """The log-probability of each sampled id from vLLM's per-token logprob dicts.
-
-    Args:
-        token_ids: The sampled ids.
-        logprobs: ``CompletionOutput.logprobs``: one ``{token_id: Logprob}`` dict per sampled
-            token (``Logprob.logprob`` is the value; plain floats are accepted too).
-
-    Raises:
-        ValueError: The log-probs are missing, of another length, or lack a sampled id.
-    """
-    if logprobs is None:
-        raise ValueError("vLLM returned no log-probs; request them with logprobs=0")
-    if len(logprobs) != len(token_ids):
-        raise ValueError(f"{len(logprobs)} log-prob entries for {len(token_ids)} sampled tokens")
-    values = []
-    for position, (token, entry) in enumerate(zip(token_ids, logprobs, strict=True)):
-        if entry is None or token not in entry:
-            raise ValueError(f"no log-prob for sampled token {token} at position {position}")
-        value = entry[token]
-        values.append(float(getattr(value, "logprob", value)))
-    return values
-
-
-def to_generation(
-    output: Any,
-    encoder: QwenChatEncoder,
-    *,
-    prompt_tokens: int,
-    weight_version: int,
-    temperature: float,
-) -> Generation:
-    """Convert a vLLM ``RequestOutput`` (``n=1``) into a :class:`Generation`.
-
-    The ids are cut after the first end-of-turn id (vLLM stops there already; the cut keeps the
-    transformers engine's contract whatever stopped the request), and ``finish_reason`` is
-    ``"stop"`` when one was sampled, else ``"length"``.
-
-    Args:
-        output: The request's output (``outputs[0]`` with ``token_ids``, ``logprobs``,
-            ``finish_reason``; optionally ``prompt_token_ids``, ``request_id``,
-            ``num_cached_tokens``).
-        encoder: Decodes the text and gives the end-of-turn ids.
-        prompt_tokens: The expanded prompt length.
-        weight_version: The engine's weight version when the call was made.
-        temperature: The temperature the log-probs are at.
-
-    Raises:
-        RuntimeError: The request was aborted (e.g. the engine was put to sleep under it).
-        ValueError: The output lacks log-probs for its tokens.
-    """
-    completion = output.outputs[0]
-    if completion.finish_reason == "abort":
-        raise RuntimeError(f"vLLM aborted request {getattr(output, 'request_id', '?')}")
-    ids = [int(t) for t in completion.token_ids]
-    logprobs = sampled_logprobs(ids, completion.logprobs)
-    stops = encoder.stop_token_ids
-    end = next((i + 1 for i, t in enumerate(ids) if t in stops), None)
-    if end is not None:
-        ids, logprobs = ids[:end], logprobs[:end]
-    extra: dict[str, object] = {
-        "weight_version": weight_version,
-        "logprob_temperature": temperature,
-        "vllm_finish_reason": completion.finish_reason,
-    }
-    engine_prompt = getattr(output, "prompt_token_ids", None)
-    if engine_prompt is not None:
-        extra["engine_prompt_tokens"] = len(engine_prompt)
-    for key in ("request_id", "num_cached_tokens"):
-        value = getattr(output, key, None)
-        if value is not None:
-            extra[key] = value
-    return Generation(
-        text=encoder.decode(ids),
-        token_ids=ids,
-        logprobs=logprobs,
-        finish_reason="length" if end is None else "stop",
-        prompt_tokens=prompt_tokens,
-        extra=extra,
-    )
 
 
 # --- engine ---------------------------------------------------------------------------------
@@ -613,14 +351,14 @@ class VLLMEngine:
         temperature = params.temperature if params.temperature > 0 else 1.0
         with self._lock:
             self._ensure_awake()
-            seed = params.seed if params.seed is not None else self._rng.randrange(_SEED_MODULUS)
+            seed = params.seed if params.seed is not None else self._rng.randrange(SEED_MODULUS)
             sampling = [
                 self._vllm.SamplingParams(
                     **sampling_kwargs(
                         params,
                         stop_token_ids=self.encoder.stop_token_ids,
                         banned_token_ids=self._banned,
-                        seed=(seed + index) % _SEED_MODULUS,
+                        seed=(seed + index) % SEED_MODULUS,
                     )
                 )
                 for index in range(len(requests))
