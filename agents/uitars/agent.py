@@ -279,7 +279,8 @@ def _response(step: StepRecord) -> tuple[str, tuple[int, ...] | None]:
     else:
         text = step.action if isinstance(step.action, str) else ""
     ids = step.extra.get("token_ids")
-    return text, (tuple(int(i) for i in ids) if ids else None)
+    # len(), not truthiness: the replay buffer stores ids as numpy arrays.
+    return text, (tuple(int(i) for i in ids) if ids is not None and len(ids) else None)
 
 
 def _output(generation: Generation, seed: int | None) -> PolicyOutput:

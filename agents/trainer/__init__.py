@@ -1,0 +1,20 @@
+"""The ARPO trainer: one loop for ARPO, GRPO, RS-SFT and SFT, checkpoints, data parallelism.
+
+* :mod:`.config` -- :class:`TrainConfig`, the ``paper`` and ``cpu`` presets, the CLI parser.
+* :mod:`.train` -- :func:`~osworld_agents.trainer.train.main`, the loop, top to bottom;
+  ``python -m osworld_agents.trainer.train --preset cpu`` (or under ``torchrun``).
+* :mod:`.components` -- the run's policy, optimizer, pool and replay buffer from the config.
+* :mod:`.rollout` / :mod:`.tasks` / :mod:`.evaluation` -- collection, task schedule, evaluation.
+* :mod:`.samples` / :mod:`.update` -- episodes to training samples; the PPO / NLL update.
+* :mod:`.checkpoint` -- atomic, exactly resumable checkpoints.
+* :mod:`.distributed` -- data parallelism over ``torch.distributed``.
+* :mod:`.metrics` -- reduced metrics and the TensorBoard / wandb / JSONL writer.
+
+Importing this package loads only the config (no torch); the rest is imported on use.
+"""
+
+from __future__ import annotations
+
+from osworld_agents.trainer.config import PRESETS, TrainConfig, parse_config
+
+__all__ = ["PRESETS", "TrainConfig", "parse_config"]

@@ -1,0 +1,81 @@
+"""Periodic evaluation: fixed tasks, fixed seeds, temperature ``eval_temperature``.
+
+Each rank runs its share of the evaluation tasks on its own pool; the counts are summed over
+ranks. Every evaluation samples with the same seeds (``eval_seed``), so two evaluations differ
+only through the weights.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from osworld_agents.models import PolicyModel
+from osworld_agents.trainer.config import TrainConfig
+from osworld_agents.trainer.distributed import DistContext, shard
+from osworld_agents.trainer.metrics import MetricSums
+from osworld_agents.trainer.rollout import collect_groups, derive_seed, eval_agent
+
+from osworld_gym.pool import EnvPool
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["evaluate"]
+
+
+def evaluate(
+    pool: EnvPool,
+    policy: PolicyModel,
+    config: TrainConfig,
+    tasks: Sequence[str],
+    ctx: DistContext,
+) -> dict[str, float]:
+    """Run ``eval_rollouts`` episodes of every task and report the success rate.
+
+    A collective under data parallelism: every rank must call it.
+
+    Args:
+        pool: This rank's pool.
+        policy: The policy being trained.
+        config: Evaluation settings (``eval_*``, ``success_threshold``).
+        tasks: Evaluation tasks (identical on every rank).
+        ctx: The rank's context.
+
+    Returns:
+        ``eval/score_mean``, ``eval/success_rate``, ``eval/parse_error_rate`` over scored
+        episodes, and ``eval/unscored_frac``: episodes that faults kept from being scored.
+    """
+    local = shard(tasks, ctx)
+    sums = MetricSums()
+    for key in ("eval/score_mean", "eval/success_rate", "eval/parse_error_rate"):
+        sums.add(key, 0.0, weight=0.0)  # every rank reports every key, even with no task
+    sums.add("eval/unscored_frac", 0.0, weight=0.0)
+    if local:
+        agent = eval_agent(policy, config)
+        groups, _ = collect_groups(
+            pool,
+            agent,
+            local,
+            group_size=config.eval_rollouts,
+            seed=derive_seed(config.eval_seed, "env", ctx.rank),
+            max_policy_batch=config.policy_batch_size,
+        )
+        for trajectory in (t for g in groups for t in g.trajectories):
+            scored = trajectory.score is not None
+            sums.add("eval/unscored_frac", float(not scored))
+            if not scored:
+                continue
+            score = float(trajectory.score or 0.0)
+            sums.add("eval/score_mean", score)
+            sums.add("eval/success_rate", float(score > config.success_threshold))
+            steps = trajectory.steps
+            errors = sum(s.parse_error is not None for s in steps)
+            sums.add("eval/parse_error_rate", errors / max(len(steps), 1), weight=len(steps))
+    metrics = sums.means(ctx)
+    logger.info(
+        "evaluation: success rate %.3f, mean score %.3f over %d task(s)",
+        metrics["eval/success_rate"],
+        metrics["eval/score_mean"],
+        len(tasks),
+    )
+    return metrics

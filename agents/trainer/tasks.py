@@ -1,0 +1,102 @@
+"""Which tasks each iteration trains on: the task list, and epochs of shuffled batches.
+
+ARPO draws ``rollout_batch_size`` tasks per iteration from a seeded ``RandomSampler`` with
+``drop_last=True``: every epoch is a fresh permutation cut into whole batches, and the leftover
+tail is skipped. :class:`TaskSchedule` does the same with a generator it owns, so the schedule
+is identical on every rank and restored exactly from a checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["TaskSchedule", "resolve_task_ids"]
+
+
+def resolve_task_ids(
+    suite: str, task_ids: Sequence[str] = (), selection: str | None = None
+) -> list[str]:
+    """The training tasks: ``task_ids``, else the selection file's, else the whole suite.
+
+    Args:
+        suite: Task source (suite name, folder or index file) the env loads.
+        task_ids: Explicit ids; checked against the suite.
+        selection: A file written by :func:`osworld_agents.arpo.save_selection`.
+
+    Returns:
+        Task ids in a stable order.
+
+    Raises:
+        UnknownTaskError: An id is not in the suite (the message names the closest ones).
+        ValueError: The result is empty.
+    """
+    from osworld_gym.tasks import load_tasks
+
+    wanted: Sequence[str] | None = tuple(task_ids) or None
+    if wanted is None and selection is not None:
+        from osworld_agents.arpo import load_selection
+
+        wanted = load_selection(selection).selected
+    ids = list(load_tasks(suite, ids=wanted).ids)
+    if not ids:
+        raise ValueError(f"no training tasks in {suite!r}")
+    return ids
+
+
+class TaskSchedule:
+    """Epochs of shuffled task batches, ARPO's sampler (``drop_last=True``).
+
+    Args:
+        task_ids: The tasks.
+        batch_size: Tasks per iteration; at most ``len(task_ids)``.
+        rng: The schedule's own generator (its state is checkpointed).
+
+    Example:
+        >>> schedule = TaskSchedule(["a", "b", "c"], 2, np.random.default_rng(0))
+        >>> len(schedule.next()), schedule.epoch
+        (2, 0)
+    """
+
+    def __init__(self, task_ids: Sequence[str], batch_size: int, rng: np.random.Generator):
+        if not 1 <= batch_size <= len(task_ids):
+            raise ValueError(
+                f"tasks_per_iteration must be between 1 and the {len(task_ids)} training "
+                f"tasks, got {batch_size}"
+            )
+        self.task_ids = list(task_ids)
+        self.batch_size = batch_size
+        self.rng = rng
+        self.epoch = -1
+        self._order: list[str] = []
+
+    def next(self) -> list[str]:
+        """The next iteration's tasks (a new epoch when fewer than a batch remain)."""
+        if len(self._order) < self.batch_size:
+            self.epoch += 1
+            self._order = [self.task_ids[i] for i in self.rng.permutation(len(self.task_ids))]
+            logger.debug("task schedule: epoch %d", self.epoch)
+        batch, self._order = self._order[: self.batch_size], self._order[self.batch_size :]
+        return batch
+
+    def state_dict(self) -> dict[str, Any]:
+        """The schedule's position and its generator's state."""
+        return {
+            "task_ids": list(self.task_ids),
+            "epoch": self.epoch,
+            "order": list(self._order),
+            "rng": self.rng.bit_generator.state,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a :meth:`state_dict` (of the same task list)."""
+        if list(state["task_ids"]) != self.task_ids:
+            logger.warning("task schedule: the task list changed since the checkpoint")
+        self.epoch = int(state["epoch"])
+        self._order = [t for t in state["order"] if t in set(self.task_ids)]
+        self.rng.bit_generator.state = state["rng"]
