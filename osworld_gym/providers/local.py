@@ -82,10 +82,10 @@ class LocalProvider(Provider):
 def _teardown(
     marker: str,
     procs: dict[str, subprocess.Popen[bytes]],
-    root: Path,
+    folders: tuple[Path, ...],
     reaper: subprocess.Popen[bytes] | None,
 ) -> None:
-    """Stop every process of a desktop and delete its folder (also run by the GC finalizer)."""
+    """Stop every process of a desktop and delete its folders (also run by the GC finalizer)."""
     processes.kill_marked(marker, timeout=3.0)
     for proc in procs.values():
         _reap(proc)
@@ -93,7 +93,25 @@ def _teardown(
         if reaper.stdin is not None:
             reaper.stdin.close()
         _reap(reaper, timeout=5.0)
-    shutil.rmtree(root, ignore_errors=True)
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# A Unix socket path holds at most 107 bytes; the D-Bus and AT-SPI sockets live in the runtime
+# folder, with names of up to ~20 bytes.
+_MAX_RUNTIME_PATH = 80
+
+
+def _runtime_dir(root: Path) -> Path:
+    """The desktop's XDG_RUNTIME_DIR: inside its folder, or a short temp path.
+
+    A deep ``work_dir`` would make the sockets' paths too long.
+    """
+    inside = root / "runtime"
+    if len(os.fsencode(inside)) <= _MAX_RUNTIME_PATH:
+        inside.mkdir(mode=0o700)
+        return inside
+    return Path(tempfile.mkdtemp(prefix="osworld-gym-run-"))
 
 
 def _reap(proc: subprocess.Popen[bytes], timeout: float = 1.0) -> None:
@@ -117,7 +135,8 @@ class LocalDesktop(Desktop):
         self.home = self.root / "home"
         self.state_dir = self.root / "state"
         self.log_dir = self.root / "logs"
-        for folder in (self.state_dir, self.log_dir, self.root / "runtime"):
+        self.runtime_dir = _runtime_dir(self.root)
+        for folder in (self.state_dir, self.log_dir):
             folder.mkdir(mode=0o700)
         self.display = ""
         self._dbus_address = ""
@@ -126,7 +145,7 @@ class LocalDesktop(Desktop):
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._reaper = self._start_reaper()
         self._finalizer = weakref.finalize(
-            self, _teardown, self.marker, self._procs, self.root, self._reaper
+            self, _teardown, self.marker, self._procs, (self.root, self.runtime_dir), self._reaper
         )
         try:
             self._restore_home()
@@ -249,7 +268,7 @@ class LocalDesktop(Desktop):
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DBUS_", "XDG_SESSION"))}
         env.update(
             HOME=str(self.home),
-            XDG_RUNTIME_DIR=str(self.root / "runtime"),
+            XDG_RUNTIME_DIR=str(self.runtime_dir),
             LANG=env.get("LANG") or "C.UTF-8",
             SAL_USE_VCLPLUGIN="gtk3",
             GTK_MODULES="gail:atk-bridge",
@@ -365,7 +384,7 @@ class LocalDesktop(Desktop):
 
     def _start_dbus(self, deadline: float) -> None:
         # A fixed socket path: a guest that survives a reset keeps a valid bus address.
-        socket = self.root / "runtime" / "bus"
+        socket = self.runtime_dir / "bus"
         socket.unlink(missing_ok=True)
         argv = [
             "dbus-daemon",

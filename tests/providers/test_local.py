@@ -40,6 +40,21 @@ def test_close_leaves_no_process_and_no_folder() -> None:
         desktop.reset()
 
 
+def test_deep_work_dir_keeps_socket_paths_short(tmp_path) -> None:
+    deep = tmp_path / ("x" * 60) / ("y" * 40)
+    deep.mkdir(parents=True)
+    config = LocalProviderConfig(screen_size=SMALL_SCREEN, work_dir=str(deep))
+    desktop = make_provider(config).launch()
+    try:
+        assert desktop.root.is_relative_to(deep)
+        assert len(str(desktop.runtime_dir / "bus")) < 100  # a Unix socket path's limit is 107
+        desktop.reset()  # restarts the bus on the same socket
+        assert _screen(desktop).shape[:2] == SMALL_SCREEN[::-1]
+    finally:
+        desktop.close()
+    assert not desktop.runtime_dir.exists() and not desktop.root.exists()
+
+
 def test_reset_closes_apps_restores_home_and_keeps_the_endpoint(tmp_path) -> None:
     template = tmp_path / "template"
     (template / "Documents").mkdir(parents=True)
