@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -44,12 +42,11 @@ def desktop_processes(work_dir: Path) -> list[psutil.Process]:
 
 
 def test_arpo_iteration_on_desktops_then_resume(
-    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, request: pytest.FixtureRequest
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
     os.environ["HF_HUB_OFFLINE"] = "1"
-    # A short folder: dbus refuses socket paths longer than ~100 bytes, and pytest's are long.
-    work_dir = Path(tempfile.mkdtemp(prefix="arpo-"))
-    request.addfinalizer(lambda: shutil.rmtree(work_dir, ignore_errors=True))
+    work_dir = tmp_path / "desktops"
+    work_dir.mkdir()
     config = dataclasses.replace(
         PRESETS["cpu"],
         output_dir=str(tmp_path / "run"),
