@@ -61,6 +61,10 @@ def evaluate(
             max_policy_batch=config.policy_batch_size,
         )
         for trajectory in (t for g in groups for t in g.trajectories):
+            logger.debug(
+                "eval %s: score %s, %d step(s)",
+                trajectory.task_id, trajectory.score, len(trajectory.steps),
+            )  # fmt: skip
             scored = trajectory.score is not None
             sums.add("eval/unscored_frac", float(not scored))
             if not scored:

@@ -203,6 +203,25 @@ def test_ppo_loss_decreases_on_a_repeated_batch(policy: PolicyModel) -> None:
     assert metrics["losses/skipped_step_frac"] == 0
 
 
+def test_an_update_favours_above_average_episodes(policy: PolicyModel) -> None:
+    """The direction of learning: likelihood rises for A > 0 and falls for A < 0."""
+    samples = samples_of(policy)
+    _, encoder = tools(policy)
+    compute_logprobs(policy.model, encoder, samples, micro_batch_size=3, temperature=1.0)
+    before = [float(s.old_logprobs.sum()) for s in samples]
+    optimizer = torch.optim.AdamW(policy.model.parameters(), lr=1e-3)
+    for _ in range(3):
+        compute_logprobs(policy.model, encoder, samples, micro_batch_size=3, temperature=1.0)
+        train_epoch(
+            policy.model, optimizer, encoder, samples, settings=LossSettings(), steps=1,
+            micro_batch_size=3, max_grad_norm=1.0, rng=np.random.default_rng(0), ctx=SOLO,
+        )  # fmt: skip
+    compute_logprobs(policy.model, encoder, samples, micro_batch_size=3, temperature=1.0)
+    for sample, old in zip(samples, before, strict=True):
+        change = float(sample.old_logprobs.sum()) - old
+        assert change * sample.advantage > 0, (sample.advantage, change)
+
+
 def test_kl_to_the_reference_is_zero_at_the_start_and_grows(policy: PolicyModel) -> None:
     samples = samples_of(policy)[:3]
     _, encoder = tools(policy)
