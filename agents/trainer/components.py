@@ -78,12 +78,12 @@ def reference_model(config: TrainConfig, policy: PolicyModel, resumed: bool) -> 
 
 
 def make_optimizer(config: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
-    """AdamW over the trainable parameters."""
+    """AdamW (or SGD, ``config.optimizer``) over the trainable parameters."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    if config.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=config.lr, weight_decay=config.weight_decay)
     return torch.optim.AdamW(
-        [p for p in model.parameters() if p.requires_grad],
-        lr=config.lr,
-        betas=config.betas,
-        weight_decay=config.weight_decay,
+        params, lr=config.lr, betas=config.betas, weight_decay=config.weight_decay
     )
 
 

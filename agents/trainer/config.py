@@ -143,8 +143,12 @@ class TrainConfig:
     """GRPO advantages divided by the group std (False: mean-centred only, Dr. GRPO)."""
 
     # --- optimisation -------------------------------------------------------------------------
+    optimizer: Literal["adamw", "sgd"] = "adamw"
+    """AdamW (ARPO), or plain SGD: its steps scale with the gradient, so parameters the reward
+    says little about stay put (Adam moves every parameter by about ``lr`` per step, which
+    noisy RL gradients turn into drift on a tiny model)."""
     lr: float = 1e-6
-    """AdamW learning rate (constant after warm-up)."""
+    """Learning rate (constant after warm-up)."""
     betas: tuple[float, float] = (0.9, 0.999)
     """AdamW betas."""
     weight_decay: float = 1e-2

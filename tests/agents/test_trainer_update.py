@@ -405,3 +405,13 @@ def test_presets_and_command_line() -> None:
     assert config.num_envs == PRESETS["cpu"].num_envs
     with pytest.raises(ValueError, match="demo-policy"):
         dataclasses.replace(paper, algo="sft")
+    assert paper.optimizer == "adamw"
+
+
+def test_the_optimizer_is_adamw_or_sgd(policy: PolicyModel) -> None:
+    from osworld_agents.trainer.components import make_optimizer
+
+    paper = PRESETS["paper"]
+    assert isinstance(make_optimizer(paper, policy.model), torch.optim.AdamW)
+    sgd = make_optimizer(dataclasses.replace(paper, optimizer="sgd", lr=0.1), policy.model)
+    assert isinstance(sgd, torch.optim.SGD) and sgd.param_groups[0]["lr"] == 0.1
