@@ -161,6 +161,9 @@ class TrainConfig:
     """Optimizer steps (PPO mini-batches) per iteration, one epoch (ARPO: 2)."""
     micro_batch_size: int = 1
     """Trajectories per forward/backward pass (ARPO: 1); changes memory, not the loss."""
+    ppo_epochs: int = 1
+    """Passes over an iteration's samples in RL (ARPO: 1). More passes get more out of each
+    batch; the clipped objective keeps the policy near the one that sampled it."""
     sft_epochs: int = 1
     """Passes over an iteration's kept episodes (rs-sft, sft)."""
 
@@ -206,6 +209,8 @@ class TrainConfig:
             raise ValueError("rollouts_per_task, tasks_per_iteration and num_envs must be >= 1")
         if self.optimizer_steps_per_iteration < 1 or self.micro_batch_size < 1:
             raise ValueError("optimizer_steps_per_iteration and micro_batch_size must be >= 1")
+        if self.ppo_epochs < 1 or self.sft_epochs < 1:
+            raise ValueError("ppo_epochs and sft_epochs must be >= 1")
         if self.temperature <= 0:
             raise ValueError(f"temperature must be > 0 for RL rollouts, got {self.temperature}")
         if self.algo == "sft" and self.demo_policy is None:

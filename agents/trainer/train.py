@@ -328,7 +328,7 @@ def main(config: TrainConfig) -> TrainResult:
             sums.count("rollout/dropped_no_loss_tokens", stats.no_loss_tokens)
             sums.add("timing/samples", time.perf_counter() - tick)
 
-            # 4. update: old log-probs, then one epoch of mini-batches (sft: sft_epochs)
+            # 4. update: old log-probs, then ppo_epochs passes of mini-batches (sft: sft_epochs)
             tick = time.perf_counter()
             model.train()
             if not config.is_sft:
@@ -337,7 +337,7 @@ def main(config: TrainConfig) -> TrainResult:
             tick = time.perf_counter()
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(config, iteration)
-            for _ in range(config.sft_epochs if config.is_sft else 1):
+            for _ in range(config.sft_epochs if config.is_sft else config.ppo_epochs):
                 sums.update(
                     train_epoch(
                         model,

@@ -405,7 +405,10 @@ def test_presets_and_command_line() -> None:
     assert config.num_envs == PRESETS["cpu"].num_envs
     with pytest.raises(ValueError, match="demo-policy"):
         dataclasses.replace(paper, algo="sft")
-    assert paper.optimizer == "adamw"
+    assert paper.optimizer == "adamw" and paper.ppo_epochs == 1
+    assert parse_config(["--preset", "cpu", "--ppo-epochs", "4"]).ppo_epochs == 4
+    with pytest.raises(ValueError, match="ppo_epochs"):
+        dataclasses.replace(paper, ppo_epochs=0)
 
 
 def test_the_optimizer_is_adamw_or_sgd(policy: PolicyModel) -> None:
