@@ -16,8 +16,9 @@ from osworld_gym.actions import Action, Click, Done, Hotkey, Press, RightClick, 
 Step = Action | list[Action]
 
 # The first observation can show LibreOffice's window before the document is drawn and ready
-# for keys; an oracle cannot observe that, so it waits once before its first key.
-APP_READY_SECONDS = 2.0
+# for keys; an oracle cannot observe that, so it waits once before its first key. 2 s was too
+# little for Impress on a loaded 2-core host (two oracle runs failed while trainers ran beside).
+APP_READY_SECONDS = 4.0
 
 
 def goto(cell: str) -> list[Step]:
