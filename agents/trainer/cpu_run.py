@@ -111,14 +111,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """Command-line options (defaults: the preset that meets its target on 2 cores)."""
+    """Command-line options.
+
+    The RL learning rate is the least harmful one measured so far (5e-5 kept the warm start's
+    success rate; 2e-4 and above lowered it); the preset does not reach its learning target yet.
+    """
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--algo", choices=["arpo", "grpo", "rs-sft"], default="arpo")
     parser.add_argument("--output-dir", default="runs/arpo-cpu")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--warm-start-iterations", type=int, default=6)
     parser.add_argument("--iterations", type=int, default=60)
-    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--eval-every", type=int, default=10)
     parser.add_argument("--no-progress", action="store_true")
     return parser.parse_args(argv)
