@@ -3,7 +3,6 @@ the trainer's forward pass reproduces."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
@@ -14,24 +13,16 @@ pytest.importorskip("transformers")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from osworld_agents.engines.base import Generation, RolloutEngine, SamplingParams  # noqa: E402
-from osworld_agents.engines.conversation import Conversation, ImagePart, TextPart  # noqa: E402
+from osworld_agents.engines.conversation import Conversation, TextPart  # noqa: E402
 from osworld_agents.engines.hf import TransformersEngine, sequence_logprobs  # noqa: E402
-from osworld_agents.models import build_tiny_qwen  # noqa: E402
-from PIL import Image  # noqa: E402
+from test_trainer_support import make_image, tiny_model_dir  # noqa: E402
 
 TOLERANCE = 1e-4  # fp32
 
 
-def make_image(width: int, height: int, seed: int) -> ImagePart:
-    pixels = np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)
-    buffer = io.BytesIO()
-    Image.fromarray(pixels).save(buffer, "PNG")
-    return ImagePart(buffer.getvalue(), width, height)
-
-
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_qwen(tmp_path_factory.mktemp("tiny") / "model", seed=0)
+    return tiny_model_dir(tmp_path_factory)  # one build per session, shared
 
 
 @pytest.fixture(scope="module")

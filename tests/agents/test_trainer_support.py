@@ -17,6 +17,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium import spaces
+from osworld_agents.engines.conversation import ImagePart
 from PIL import Image
 
 from osworld_gym.actions.spaces import TextActionSpace
@@ -69,6 +70,11 @@ def png(width: int, height: int, seed: int) -> bytes:
     buffer = io.BytesIO()
     Image.fromarray(pixels).save(buffer, "PNG")
     return buffer.getvalue()
+
+
+def make_image(width: int, height: int, seed: int) -> ImagePart:
+    """A random-pixel PNG image part of the given size."""
+    return ImagePart(png(width, height, seed), width, height)
 
 
 def synthetic_trajectory(

@@ -4,7 +4,6 @@ and the engine's orchestration (construction, generate, weight pushes, sleep) ag
 
 from __future__ import annotations
 
-import io
 import os
 import sys
 import types
@@ -22,7 +21,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from osworld_agents.engines.base import RolloutEngine, SamplingParams  # noqa: E402
 from osworld_agents.engines.chat_encoding import QwenChatEncoder  # noqa: E402
-from osworld_agents.engines.conversation import Conversation, ImagePart, TextPart  # noqa: E402
+from osworld_agents.engines.conversation import Conversation, TextPart  # noqa: E402
 from osworld_agents.engines.vllm_engine import (  # noqa: E402
     VLLM_INSTALL_HINT,
     VLLMEngine,
@@ -38,9 +37,9 @@ from osworld_agents.engines.vllm_engine import (  # noqa: E402
     to_generation,
     vllm_parameter_name,
 )
-from osworld_agents.models import build_tiny_qwen, load_policy_model  # noqa: E402
-from PIL import Image  # noqa: E402
+from osworld_agents.models import load_policy_model  # noqa: E402
 from safetensors import safe_open  # noqa: E402
+from test_trainer_support import make_image, tiny_model_dir  # noqa: E402
 from transformers import AutoImageProcessor, AutoTokenizer  # noqa: E402
 
 from osworld_gym.errors import DependencyNotInstalled  # noqa: E402
@@ -48,16 +47,9 @@ from osworld_gym.errors import DependencyNotInstalled  # noqa: E402
 MULTIPROCESSING_ENV = "VLLM_ENABLE_V1_MULTIPROCESSING"
 
 
-def make_image(width: int, height: int, seed: int) -> ImagePart:
-    pixels = np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)
-    buffer = io.BytesIO()
-    Image.fromarray(pixels).save(buffer, "PNG")
-    return ImagePart(buffer.getvalue(), width, height)
-
-
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_qwen(tmp_path_factory.mktemp("tiny") / "model", seed=0)
+    return tiny_model_dir(tmp_path_factory)  # one build per session, shared
 
 
 @pytest.fixture(scope="module")
