@@ -4,7 +4,10 @@
 * :mod:`.train` -- :func:`~osworld_agents.trainer.train.main`, the loop, top to bottom;
   ``python -m osworld_agents.trainer.train --preset cpu`` (or under ``torchrun``).
 * :mod:`.components` -- the run's policy, optimizer, pool and replay buffer from the config.
-* :mod:`.rollout` / :mod:`.tasks` / :mod:`.evaluation` -- collection, task schedule, evaluation.
+* :mod:`.rollout` / :mod:`.tasks` / :mod:`.evaluation` -- collection, task schedule and
+  rollout budgets (DART), evaluation.
+* :mod:`.baseline` -- ARPO's task selection: a baseline pass and the selection file
+  (``osworld-arpo-select``).
 * :mod:`.samples` / :mod:`.update` -- episodes to training samples; the PPO / NLL update.
 * :mod:`.checkpoint` -- atomic, exactly resumable checkpoints.
 * :mod:`.distributed` -- data parallelism over ``torch.distributed``.

@@ -94,6 +94,10 @@ class TrainConfig:
     """Tasks (GRPO groups) per iteration over all ranks (ARPO: rollout_batch_size 16)."""
     rollouts_per_task: int = 8
     """Rollouts per task: the GRPO group size n (ARPO: 8)."""
+    dart_rollouts: tuple[int, int] | None = None
+    """DART's dynamic rollout count: (min, max) rollouts per task, more for tasks with a lower
+    latest success rate (the selection file's baseline, then each task's newest group); None
+    gives every task ``rollouts_per_task`` (ARPO)."""
     temperature: float = 1.0
     """Rollout sampling temperature; log-probs are scored at the same temperature."""
     max_new_tokens: int = 8192
@@ -211,6 +215,11 @@ class TrainConfig:
             raise ValueError("optimizer_steps_per_iteration and micro_batch_size must be >= 1")
         if self.ppo_epochs < 1 or self.sft_epochs < 1:
             raise ValueError("ppo_epochs and sft_epochs must be >= 1")
+        if (
+            self.dart_rollouts is not None
+            and not 1 <= self.dart_rollouts[0] <= self.dart_rollouts[1]
+        ):
+            raise ValueError(f"dart_rollouts needs 1 <= min <= max, got {self.dart_rollouts}")
         if self.temperature <= 0:
             raise ValueError(f"temperature must be > 0 for RL rollouts, got {self.temperature}")
         if self.algo == "sft" and self.demo_policy is None:

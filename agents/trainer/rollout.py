@@ -22,6 +22,7 @@ from osworld_agents.arpo import is_trainable, trajectory_rewards
 from osworld_agents.engines.hf import TransformersEngine
 from osworld_agents.models import PolicyModel
 from osworld_agents.trainer.config import TrainConfig
+from osworld_agents.trainer.distributed import DistContext, all_reduce_sum
 from osworld_agents.uitars import UITARSAgent, UITARSConfig
 from osworld_agents.uitars.agent import EVALUATION_SAMPLING, TRAINING_SAMPLING
 
@@ -126,11 +127,13 @@ def collect_groups(
     policy: Policy,
     tasks: Sequence[str],
     *,
-    group_size: int,
+    group_size: int | Sequence[int],
     seed: int,
     max_policy_batch: int | None,
 ) -> tuple[list[TrajectoryGroup], int]:
     """Run ``group_size`` episodes of every task; return the groups in task order.
+
+    ``group_size`` is one number for every task, or one per task (DART's budgets).
 
     Groups complete in any order; sorting them back makes everything downstream (samples,
     mini-batches, replay draws) independent of the envs' timing.
@@ -141,14 +144,10 @@ def collect_groups(
     collector = RolloutCollector(
         pool,
         policy,
-        CollectorConfig(
-            group_size=group_size,
-            seed=seed,
-            screenshot_format="png",
-            max_policy_batch=max_policy_batch,
-        ),
+        CollectorConfig(seed=seed, screenshot_format="png", max_policy_batch=max_policy_batch),
     )
-    groups = collector.collect(list(tasks))
+    sizes = [group_size] * len(tasks) if isinstance(group_size, int) else list(group_size)
+    groups = collector.collect(list(tasks), sizes)
     position = {task: i for i, task in reversed(list(enumerate(tasks)))}
     groups.sort(key=lambda g: position[g.task_id])
     return groups, collector.requeued
@@ -169,6 +168,34 @@ def drop_untrainable(groups: Sequence[TrajectoryGroup]) -> tuple[list[Trajectory
     if dropped:
         logger.warning("dropped %d untrainable episode(s): faults, failed resets", dropped)
     return kept, dropped
+
+
+def group_success_rates(
+    groups: Sequence[TrajectoryGroup],
+    task_ids: Sequence[str],
+    *,
+    threshold: float,
+    ctx: DistContext,
+) -> dict[str, float]:
+    """Each rolled-out task's success rate this iteration, over all ranks' groups.
+
+    A collective: every rank calls it, and every rank gets the same rates.
+
+    Args:
+        groups: This rank's groups (trainable episodes).
+        task_ids: All training tasks, identical on every rank (the vector's layout).
+        threshold: A score above it is a success.
+        ctx: The rank's context.
+    """
+    index = {task: i for i, task in enumerate(task_ids)}
+    counts = [0.0] * (2 * len(task_ids))
+    for group in groups:
+        i = index[group.task_id]
+        counts[i] += sum(float((t.score or 0.0) > threshold) for t in group.trajectories)
+        counts[len(task_ids) + i] += len(group.trajectories)
+    total = all_reduce_sum(counts, ctx).tolist()
+    n = len(task_ids)
+    return {task: total[i] / total[n + i] for task, i in index.items() if total[n + i] > 0}
 
 
 def rollout_metrics(

@@ -1,22 +1,26 @@
-"""Which tasks each iteration trains on: the task list, and epochs of shuffled batches.
+"""Which tasks each iteration trains on, and how many rollouts each gets.
 
 ARPO draws ``rollout_batch_size`` tasks per iteration from a seeded ``RandomSampler`` with
 ``drop_last=True``: every epoch is a fresh permutation cut into whole batches, and the leftover
 tail is skipped. :class:`TaskSchedule` does the same with a generator it owns, so the schedule
 is identical on every rank and restored exactly from a checkpoint.
+
+:class:`RolloutBudget` gives every task ``rollouts_per_task`` rollouts (ARPO), or, DART-style,
+more rollouts to tasks the policy solves less often: the rate comes from the baseline pass of
+the selection file, then from each task's latest group.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TaskSchedule", "resolve_task_ids"]
+__all__ = ["RolloutBudget", "TaskSchedule", "baseline_rates", "resolve_task_ids"]
 
 
 def resolve_task_ids(
@@ -100,3 +104,68 @@ class TaskSchedule:
         self.epoch = int(state["epoch"])
         self._order = [t for t in state["order"] if t in set(self.task_ids)]
         self.rng.bit_generator.state = state["rng"]
+
+
+def baseline_rates(selection: str | None) -> dict[str, float | None]:
+    """Every task's baseline success rate from a selection file (empty without a file)."""
+    if selection is None:
+        return {}
+    from osworld_agents.arpo import load_selection
+
+    return {task: stats.rate for task, stats in load_selection(selection).stats.items()}
+
+
+class RolloutBudget:
+    """Rollouts per task: ``default`` for every task, or DART-style from success rates.
+
+    With ``bounds=(min_n, max_n)`` a task gets
+    :func:`osworld_agents.arpo.selection.rollout_count` rollouts of its latest known success rate
+    (``max_n`` while unknown); :meth:`observe` replaces a task's rate with its newest group's.
+
+    Args:
+        default: Rollouts per task without bounds (ARPO's n).
+        bounds: ``(min_n, max_n)`` for dynamic counts, or None.
+        rates: Known success rates to start from (a baseline pass's), task id -> rate.
+
+    Example:
+        >>> budget = RolloutBudget(8, bounds=(4, 12), rates={"a": 1.0})
+        >>> budget.sizes(["a", "b"])
+        [4, 12]
+        >>> budget.observe({"b": 0.5}); budget.sizes(["b"])
+        [8]
+    """
+
+    def __init__(
+        self,
+        default: int,
+        bounds: tuple[int, int] | None = None,
+        rates: Mapping[str, float | None] | None = None,
+    ) -> None:
+        if default < 1:
+            raise ValueError(f"rollouts per task must be >= 1, got {default}")
+        if bounds is not None and not 1 <= bounds[0] <= bounds[1]:
+            raise ValueError(f"dynamic rollout bounds need 1 <= min <= max, got {bounds}")
+        self.default = default
+        self.bounds = bounds
+        self.rates: dict[str, float] = {t: r for t, r in (rates or {}).items() if r is not None}
+
+    def sizes(self, tasks: Sequence[str]) -> list[int]:
+        """The rollouts of each task, in order."""
+        if self.bounds is None:
+            return [self.default] * len(tasks)
+        from osworld_agents.arpo.selection import rollout_count
+
+        low, high = self.bounds
+        return [rollout_count(self.rates.get(t), min_n=low, max_n=high) for t in tasks]
+
+    def observe(self, rates: Mapping[str, float]) -> None:
+        """Record the newest success rate of the tasks just rolled out."""
+        self.rates.update(rates)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The known rates (the rest is configuration)."""
+        return {"rates": dict(self.rates)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore a :meth:`state_dict`."""
+        self.rates = {str(t): float(r) for t, r in state["rates"].items()}

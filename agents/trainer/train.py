@@ -59,12 +59,18 @@ from osworld_agents.trainer.rollout import (
     collect_groups,
     derive_seed,
     drop_untrainable,
+    group_success_rates,
     load_demo_policy,
     rollout_agent,
     rollout_metrics,
 )
 from osworld_agents.trainer.samples import TrainSample, rl_samples, sft_samples
-from osworld_agents.trainer.tasks import TaskSchedule, resolve_task_ids
+from osworld_agents.trainer.tasks import (
+    RolloutBudget,
+    TaskSchedule,
+    baseline_rates,
+    resolve_task_ids,
+)
 from osworld_agents.trainer.update import compute_logprobs, train_epoch
 from tqdm.auto import tqdm
 
@@ -168,6 +174,7 @@ def checkpoint(
                 "iteration": iteration,
                 "rng": rng_states,
                 "schedule": state["schedule"].state_dict(),
+                "rollout_budget": state["budget"].state_dict(),
                 "world_size": ctx.world_size,
                 "config": config.to_dict(),
             },
@@ -228,6 +235,9 @@ def main(config: TrainConfig) -> TrainResult:
         replay = make_replay(config, replay_rng)
         task_ids = resolve_task_ids(config.suite, config.task_ids, config.task_selection)
         schedule = TaskSchedule(task_ids, config.tasks_per_iteration, schedule_rng)
+        budget = RolloutBudget(
+            config.rollouts_per_task, config.dart_rollouts, baseline_rates(config.task_selection)
+        )
         eval_tasks = list(config.eval_tasks) or task_ids
         settings = loss_settings(config)
         writer = stack.enter_context(
@@ -240,7 +250,13 @@ def main(config: TrainConfig) -> TrainResult:
                 enabled=ctx.is_main,
             )
         )
-        state = {"policy": policy, "optimizer": optimizer, "replay": replay, "schedule": schedule}
+        state = {
+            "policy": policy,
+            "optimizer": optimizer,
+            "replay": replay,
+            "schedule": schedule,
+            "budget": budget,
+        }
         start = 0
         if resume_from is not None:
             saved = load_checkpoint(
@@ -250,6 +266,8 @@ def main(config: TrainConfig) -> TrainResult:
                 map_location=ctx.device,
             )
             schedule.load_state_dict(saved["schedule"])
+            if "rollout_budget" in saved:
+                budget.load_state_dict(saved["rollout_budget"])
             restore_rng(saved["rng"][ctx.rank % len(saved["rng"])], owned)
             start = saved["iteration"] + 1
         result.iterations_done = start
@@ -285,7 +303,7 @@ def main(config: TrainConfig) -> TrainResult:
                 pool,
                 demo or agent,
                 tasks,
-                group_size=config.rollouts_per_task,
+                group_size=budget.sizes(tasks),
                 seed=derive_seed(config.seed, "env", iteration, ctx.rank),
                 max_policy_batch=config.policy_batch_size,
             )
@@ -295,6 +313,9 @@ def main(config: TrainConfig) -> TrainResult:
             # 2. rewards: only episodes that ran to a scored end can be trained on
             groups, dropped = drop_untrainable(groups)
             sums.count("rollout/dropped_untrainable", dropped)
+            budget.observe(
+                group_success_rates(groups, task_ids, threshold=config.success_threshold, ctx=ctx)
+            )
             for key, (value, weight) in rollout_metrics(
                 groups, format_coef=config.format_coef, success_threshold=config.success_threshold
             ).items():

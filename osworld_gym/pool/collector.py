@@ -68,9 +68,16 @@ class RolloutCollector:
         self.config = config or CollectorConfig()
         self.requeued = 0
 
-    async def agroups(self, tasks: Sequence[TaskRef]) -> AsyncGenerator[TrajectoryGroup, None]:
-        """Yield each task's group as soon as all its rollouts are done."""
-        run = _Run(self, tasks)
+    async def agroups(
+        self, tasks: Sequence[TaskRef], group_sizes: Sequence[int] | None = None
+    ) -> AsyncGenerator[TrajectoryGroup, None]:
+        """Yield each task's group as soon as all its rollouts are done.
+
+        Args:
+            tasks: The tasks, one group each.
+            group_sizes: Rollouts of each task (same order); None: ``config.group_size`` each.
+        """
+        run = _Run(self, tasks, group_sizes)
         await self.pool._arun(run.start())
         try:
             while True:
@@ -85,9 +92,11 @@ class RolloutCollector:
                 await self.pool._arun(run.stop())
             self.requeued += run.book.requeued
 
-    def groups(self, tasks: Sequence[TaskRef]) -> Iterator[TrajectoryGroup]:
+    def groups(
+        self, tasks: Sequence[TaskRef], group_sizes: Sequence[int] | None = None
+    ) -> Iterator[TrajectoryGroup]:
         """Blocking :meth:`agroups`."""
-        agen = self.agroups(tasks)
+        agen = self.agroups(tasks, group_sizes)
         try:
             while True:
                 try:
@@ -101,9 +110,11 @@ class RolloutCollector:
                 except RuntimeError as e:  # interrupted mid-step: it is still stopping itself
                     logger.debug("collector generator not closed: %r", e)
 
-    def collect(self, tasks: Sequence[TaskRef]) -> list[TrajectoryGroup]:
-        """Every group, in completion order."""
-        return list(self.groups(tasks))
+    def collect(
+        self, tasks: Sequence[TaskRef], group_sizes: Sequence[int] | None = None
+    ) -> list[TrajectoryGroup]:
+        """Every group, in completion order (``group_sizes`` as in :meth:`agroups`)."""
+        return list(self.groups(tasks, group_sizes))
 
 
 async def _next(agen: AsyncGenerator[TrajectoryGroup, None]) -> TrajectoryGroup:
@@ -113,11 +124,16 @@ async def _next(agen: AsyncGenerator[TrajectoryGroup, None]) -> TrajectoryGroup:
 class _Run:
     """One collection's scheduling state; lives on the pool's loop."""
 
-    def __init__(self, owner: RolloutCollector, tasks: Sequence[TaskRef]) -> None:
+    def __init__(
+        self,
+        owner: RolloutCollector,
+        tasks: Sequence[TaskRef],
+        group_sizes: Sequence[int] | None = None,
+    ) -> None:
         self.pool, self.policy, self.config = owner.pool, owner.policy, owner.config
         self.book = RolloutBook(
             tasks,
-            self.config.group_size,
+            self.config.group_size if group_sizes is None else group_sizes,
             requeue_infra_errors=self.config.requeue_infra_errors,
             max_attempts=self.config.max_attempts,
         )

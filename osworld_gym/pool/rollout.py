@@ -56,7 +56,8 @@ class RolloutBook:
 
     Args:
         tasks: The tasks; each becomes a group of ``group_size`` rollouts.
-        group_size: Rollouts per task (GRPO's n).
+        group_size: Rollouts per task (GRPO's n): one number for every task, or one per task
+            (DART-style budgets that give harder tasks more rollouts).
         requeue_infra_errors: Re-run episodes cut by infrastructure faults.
         max_attempts: Tries per episode; after the last, a cut trajectory is kept as is.
     """
@@ -64,23 +65,26 @@ class RolloutBook:
     def __init__(
         self,
         tasks: Sequence[TaskRef],
-        group_size: int,
+        group_size: int | Sequence[int],
         *,
         requeue_infra_errors: bool = True,
         max_attempts: int = 3,
     ) -> None:
-        if group_size < 1:
-            raise ValueError(f"group_size must be >= 1, got {group_size}")
         self.tasks = [task_options(t) for t in tasks]
         for options in self.tasks:
             if "task_id" not in options:
                 raise ValueError(f"a task needs a 'task_id': {options!r}")
-        self.group_size = group_size
+        sizes = [group_size] * len(self.tasks) if isinstance(group_size, int) else list(group_size)
+        if len(sizes) != len(self.tasks):
+            raise ValueError(f"{len(sizes)} group sizes for {len(self.tasks)} tasks")
+        if any(not isinstance(n, int) or n < 1 for n in sizes):
+            raise ValueError(f"group sizes must be integers >= 1, got {group_size}")
+        self.group_sizes = sizes
         self.requeue = requeue_infra_errors
         self.max_attempts = max_attempts
         # Task-major order: all rollouts of a task start together, so groups finish early.
         self.queue: deque[EpisodeRequest] = deque(
-            EpisodeRequest(g, r) for g in range(len(self.tasks)) for r in range(group_size)
+            EpisodeRequest(g, r) for g, size in enumerate(sizes) for r in range(size)
         )
         self.running: dict[int, Episode] = {}
         self._finished: list[dict[int, Trajectory]] = [{} for _ in self.tasks]
@@ -187,10 +191,11 @@ class RolloutBook:
             return None
         finished = self._finished[request.group]
         finished[request.rollout] = trajectory
-        if len(finished) < self.group_size:
+        size = self.group_sizes[request.group]
+        if len(finished) < size:
             return None
         return TrajectoryGroup(
             task_id=trajectory.task_id,
-            trajectories=[finished[r] for r in range(self.group_size)],
+            trajectories=[finished[r] for r in range(size)],
             discarded=self._discarded[request.group],
         )

@@ -171,3 +171,60 @@ def test_torchrun_two_ranks_train_then_resume(tiny_dir: Path, tmp_path: Path) ->
     assert [r["step"] for r in records] == [1, 2]  # rank 0 alone writes
     assert all(r["charts/samples"] == 4 for r in records)  # 2 tasks x 2 rollouts over 2 ranks
     assert (tmp_path / "checkpoints" / "latest").read_text().strip() == "ckpt-1"
+
+
+def test_baseline_pass_selects_tasks_and_dart_budgets_follow_the_rates(
+    tiny_dir: Path, tmp_path: Path
+) -> None:
+    from osworld_agents.arpo import SelectionRule, load_selection, rollout_count
+    from osworld_agents.trainer.baseline import run_selection
+
+    selection_file = tmp_path / "selection.json"
+    config = fake_config(tiny_dir, tmp_path / "baseline", temperature=1.0)
+    selection = run_selection(
+        config, rollouts=4, rule=SelectionRule(require_success=False), output=selection_file
+    )
+    saved = load_selection(selection_file)
+    assert saved.selected == selection.selected == list(TASKS)
+    assert {s.rollouts for s in saved.stats.values()} == {4}
+    rates = {t: s.rate for t, s in saved.stats.items()}
+
+    run = fake_config(
+        tiny_dir,
+        tmp_path / "run",
+        task_selection=str(selection_file),
+        tasks_per_iteration=3,
+        dart_rollouts=(1, 3),
+    )
+    (record,) = main(run).history
+    expected = sum(rollout_count(rates[t], min_n=1, max_n=3) for t in TASKS)
+    assert record["charts/samples"] + record["rollout/dropped_untrainable"] == expected
+    state = torch.load(
+        tmp_path / "run" / "checkpoints" / "ckpt-0" / "trainer_state.pt", weights_only=False
+    )
+    assert set(state["rollout_budget"]["rates"]) == set(TASKS)  # replaced by the new groups
+
+
+def test_a_selection_that_keeps_nothing_is_written_and_reported(
+    tiny_dir: Path, tmp_path: Path
+) -> None:
+    from osworld_agents.arpo import SelectionRule
+    from osworld_agents.trainer.baseline import cli as select_cli
+
+    out = tmp_path / "none.json"
+    argv = ["--output", str(out), "--baseline-rollouts", "2", "--min-rate", "1.0"]
+    config_flags = ["--preset", "cpu", "--model", str(tiny_dir), "--suite", "desktop-basics"]
+    config_flags += ["--task-ids", TASKS[0], "--env-entry-point"]
+    config_flags += ["test_trainer_support:FakeTextEnv", "--num-envs", "1", "--max-steps", "1"]
+    config_flags += ["--screen-size", "64", "64", "--max-pixels", "4096", "--max-new-tokens", "4"]
+    assert select_cli(argv + config_flags) == 0
+    document = json.loads(out.read_text())
+    assert document["rule"] == {**SelectionRule().__dict__, "min_rate": 1.0}
+    record = document["tasks"][TASKS[0]]
+    assert record["rollouts"] == 2
+    if record["successes"] == 0:
+        expected = "no success"
+    else:
+        expected = "selected" if record["rate"] == 1.0 else "success rate below band"
+    assert record["decision"] == expected
+    assert document["selected"] == ([TASKS[0]] if expected == "selected" else [])

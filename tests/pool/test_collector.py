@@ -43,6 +43,23 @@ def test_groups_come_back_whole_with_records() -> None:
         assert pool.outstanding == 0
 
 
+def test_per_task_group_sizes() -> None:
+    pool = EnvPool(FakeFactory(), num_envs=3)
+    with pool:
+        collector = RolloutCollector(pool, scripted, CollectorConfig(group_size=2))
+        groups = collector.collect(["short", "long", "short"], group_sizes=[1, 4, 3])
+        sizes = sorted((g.task_id, len(g.trajectories)) for g in groups)
+        assert sizes == [("long", 4), ("short", 1), ("short", 3)]
+        for group in groups:
+            assert [t.rollout for t in group.trajectories] == list(range(len(group.trajectories)))
+        assert len(collector.collect(["short"])[0].trajectories) == 2  # the config's size again
+        with pytest.raises(ValueError, match="group sizes"):
+            collector.collect(["short", "long"], group_sizes=[2])
+        with pytest.raises(ValueError, match=">= 1"):
+            collector.collect(["short"], group_sizes=[0])
+        assert pool.outstanding == 0
+
+
 def test_free_envs_are_refilled_at_once() -> None:
     slow = FakeFactory(step_latency=0.3)
     fast = [FakeFactory(step_latency=0.005) for _ in range(3)]

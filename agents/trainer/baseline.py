@@ -1,0 +1,153 @@
+r"""ARPO's task selection, run: a baseline pass of the starting policy, then the selection rule.
+
+    osworld-arpo-select --preset cpu --model runs/base/model --baseline-rollouts 8 \
+        --output runs/selection.json [--min-rate 0.1 --max-rate 0.9]
+    osworld-arpo --preset cpu --model runs/base/model --task-selection runs/selection.json
+
+Every task of ``config.suite`` (or ``config.task_ids``) gets ``rollouts`` episodes with the
+rollout agent (``config.temperature``, as training samples them); the scores go through
+:func:`osworld_agents.arpo.select_tasks` and the file written by
+:func:`osworld_agents.arpo.save_selection` records the rule and every task's counts. The
+trainer reads it back through ``task_selection`` (the selected tasks) and, with
+``dart_rollouts``, the baseline rates (each task's first rollout budget).
+
+Under ``torchrun`` every rank rolls out its share of the tasks; rank 0 writes the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from osworld_agents.arpo import SelectionRule, TaskSelection, save_selection, select_tasks
+from osworld_agents.trainer.components import load_policy, make_pool
+from osworld_agents.trainer.config import TrainConfig, parse_config
+from osworld_agents.trainer.distributed import (
+    DistContext,
+    all_gather_objects,
+    barrier,
+    init_distributed,
+    shard,
+    shutdown,
+)
+from osworld_agents.trainer.rollout import collect_groups, derive_seed, rollout_agent
+from osworld_agents.trainer.tasks import resolve_task_ids
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["baseline_scores", "cli", "run_selection"]
+
+
+def baseline_scores(
+    config: TrainConfig, task_ids: Sequence[str], rollouts: int, ctx: DistContext
+) -> dict[str, list[float | None]]:
+    """Roll the starting policy out ``rollouts`` times on every task; scores per task.
+
+    A collective under data parallelism: every rank runs its shard and gets every score.
+    Episodes cut by faults (re-run by the collector until its attempts run out) count as
+    unscored (None).
+    """
+    policy = load_policy(config, None, ctx)
+    agent = rollout_agent(policy, config, iteration=0, rank=ctx.rank)
+    local: dict[str, list[float | None]] = {}
+    with make_pool(config, agent) as pool:
+        groups, _ = collect_groups(
+            pool,
+            agent,
+            shard(list(task_ids), ctx),
+            group_size=rollouts,
+            seed=derive_seed(config.seed, "baseline", ctx.rank),
+            max_policy_batch=config.policy_batch_size,
+        )
+    for group in groups:
+        local[group.task_id] = [
+            None if t.infra_error or t.score is None else float(t.score) for t in group.trajectories
+        ]
+    merged: dict[str, list[float | None]] = {}
+    for part in all_gather_objects(local, ctx):
+        merged.update(part)
+    return {task: merged.get(task, []) for task in task_ids}
+
+
+def run_selection(
+    config: TrainConfig, *, rollouts: int, rule: SelectionRule, output: str | os.PathLike[str]
+) -> TaskSelection:
+    """Baseline pass, selection, and the selection file (rank 0 writes it).
+
+    Args:
+        config: Model, suite (or ``task_ids``), envs and rollout sampling of the pass.
+        rollouts: Episodes per task (ARPO's k).
+        rule: Which success rates are kept.
+        output: The selection file to write.
+
+    Returns:
+        The selection (the same on every rank).
+    """
+    if rollouts < 1:
+        raise ValueError(f"baseline rollouts must be >= 1, got {rollouts}")
+    ctx = init_distributed(config.dist_backend, config.device)
+    with contextlib.ExitStack() as stack:
+        stack.callback(shutdown, ctx)
+        task_ids = resolve_task_ids(config.suite, config.task_ids)
+        logger.info("baseline pass: %d task(s) x %d rollout(s)", len(task_ids), rollouts)
+        scores = baseline_scores(config, task_ids, rollouts, ctx)
+        selection = select_tasks(scores, rule)
+        if ctx.is_main:
+            Path(output).parent.mkdir(parents=True, exist_ok=True)
+            save_selection(selection, output)
+            logger.info("selection written to %s", output)
+        barrier(ctx)
+    return selection
+
+
+def _split_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    parser = argparse.ArgumentParser(
+        prog="osworld-arpo-select",
+        description="Baseline pass and ARPO task selection; other flags are the trainer's "
+        "(osworld-arpo --help), e.g. --preset cpu --model PATH.",
+    )
+    parser.add_argument("--output", required=True, help="the selection file to write")
+    parser.add_argument("--baseline-rollouts", type=int, default=8, help="episodes per task")
+    parser.add_argument("--min-rate", type=float, default=0.0, help="lowest rate kept")
+    parser.add_argument("--max-rate", type=float, default=1.0, help="highest rate kept")
+    parser.add_argument(
+        "--keep-unsolved",
+        action="store_true",
+        help="keep tasks never solved in the pass (ARPO drops them)",
+    )
+    return parser.parse_known_args(argv)
+
+
+def cli(argv: Sequence[str] | None = None) -> int:
+    """``osworld-arpo-select``: prints how many tasks were selected and where the file is."""
+    args, rest = _split_args(argv)
+    config = parse_config(rest)
+    rank = os.environ.get("RANK", "0")
+    logging.basicConfig(
+        level=logging.INFO if rank == "0" else logging.WARNING,
+        format=f"%(asctime)s %(levelname)s [rank {rank}] %(name)s: %(message)s",
+    )
+    rule = SelectionRule(
+        success_threshold=config.success_threshold,
+        require_success=not args.keep_unsolved,
+        min_rate=args.min_rate,
+        max_rate=args.max_rate,
+    )
+    selection = run_selection(
+        config, rollouts=args.baseline_rollouts, rule=rule, output=args.output
+    )
+    if rank == "0":
+        sys.stdout.write(
+            f"selected {len(selection.selected)} of {len(selection.stats)} task(s) -> "
+            f"{args.output}\n"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli())
