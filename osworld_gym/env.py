@@ -13,6 +13,8 @@ relaunches it (bounded). ``step`` never raises for infrastructure faults.
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -120,6 +122,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         self._episode_over = True
         self._last_obs: dict[str, Any] | None = None
         self.restarts = 0
+        self._eval_dir: Path | None = None  # files the evaluator fetched, until the next one
 
     # --- Gymnasium API -----------------------------------------------------------------------
 
@@ -191,6 +194,9 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         if self._desktop is not None:
             self._desktop.close()
             self._desktop = None
+        if self._eval_dir is not None:
+            shutil.rmtree(self._eval_dir, ignore_errors=True)
+            self._eval_dir = None
         self._healthy = False
         super().close()
 
@@ -338,13 +344,29 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
     def _evaluate(self, last_action_fail: bool) -> EvaluationResult:
         assert self._desktop is not None and self._task is not None
         task = self._task
-        ctx = EvalContext(client=self._desktop.client, task_id=task.id, cache=self.cache)
+        ctx = EvalContext(
+            client=self._desktop.client,
+            task_id=task.id,
+            cache=self.cache,
+            scratch=self._fresh_eval_dir(),
+        )
         return self.evaluator.evaluate(
             task.evaluator,
             ctx,
             last_action_fail=last_action_fail,
             run_postconfig=lambda steps: self._interpreter(task).run(steps, phase="postconfig"),
         )
+
+    def _fresh_eval_dir(self) -> Path:
+        """This env's own folder for files fetched from the desktop, emptied per evaluation.
+
+        Envs scoring the same task at once must not share it (they would read each other's
+        files); the last evaluation's files stay for inspection until the next one or close.
+        """
+        if self._eval_dir is not None:
+            shutil.rmtree(self._eval_dir, ignore_errors=True)
+        self._eval_dir = Path(tempfile.mkdtemp(prefix="osworld-gym-eval-"))
+        return self._eval_dir
 
     def _infra_fault(self, error: Exception, info: dict[str, Any]) -> tuple[Any, ...]:
         logger.warning(

@@ -209,3 +209,18 @@ def test_getters(clean_desktop: LocalDesktop, cache: AssetCache) -> None:
         get_getter("cache_file")(ctx, {"path": "never-written.txt"})
     with pytest.raises(EvaluatorError, match="did you mean"):
         get_getter("vm_fiel")
+
+
+def test_vm_files_of_concurrent_evaluations_of_one_task_stay_apart(
+    clean_desktop: LocalDesktop, cache: AssetCache, tmp_path: Path
+) -> None:
+    # Two envs scoring the same task at once: each fetch lands in its own scratch folder, so
+    # neither reads the other's copy (in the shared task cache the second would overwrite it).
+    client = clean_desktop.client
+    contexts = []
+    for name in ("first", "second"):
+        client.upload("~/answer.txt", name.encode())
+        ctx = EvalContext(client=client, task_id="same", cache=cache, scratch=tmp_path / name)
+        contexts.append(get_getter("vm_file")(ctx, {"path": "~/answer.txt", "dest": "a.txt"}))
+    assert [Path(p).read_bytes() for p in contexts] == [b"first", b"second"]
+    assert not (cache.root / "same" / "a.txt").exists()

@@ -26,11 +26,29 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class EvalContext:
-    """What getters read from: the desktop's client and the task's cache folder."""
+    """What getters read from: the desktop's client and the task's cache folder.
+
+    Attributes:
+        client: The desktop's guest client.
+        task_id: The task being scored.
+        cache: The asset cache (reference files, setup outputs under ``<cache>/<task_id>/``).
+        scratch: A folder of this evaluation alone for files fetched from the desktop; None
+            puts them in the task cache, which envs scoring the same task at once share (and
+            would overwrite each other's files in).
+    """
 
     client: GuestClient
     task_id: str
     cache: AssetCache
+    scratch: Path | None = None
+
+    @property
+    def fetch_dir(self) -> Path:
+        """Where files fetched from the desktop go: ``scratch``, else the task cache."""
+        if self.scratch is None:
+            return self.task_cache
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        return self.scratch
 
     @property
     def task_cache(self) -> Path:
@@ -66,7 +84,8 @@ def get_vm_file(ctx: EvalContext, config: Mapping[str, Any]) -> Any:
                 logger.info("vm_file %s does not exist", path)
                 return None
             raise
-        target = ctx.task_cache / dest
+        target = ctx.fetch_dir / dest
+        target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
         return str(target)
 
@@ -142,7 +161,7 @@ def get_vm_wallpaper(ctx: EvalContext, config: Mapping[str, Any]) -> str | None:
         if e.status == 404:
             return None
         raise
-    target = ctx.task_cache / config.get("dest", "wallpaper.png")
+    target = ctx.fetch_dir / config.get("dest", "wallpaper.png")
     target.write_bytes(data)
     return str(target)
 
