@@ -1,0 +1,169 @@
+"""Scripted solutions of the ``os``, ``text_editor`` and ``multi_apps`` tasks of desktop-basics.
+
+``ORACLES`` maps a task id to the steps passed to ``env.step`` one by one (a step is a list of
+structured actions or a single action). Terminal work is typed as shell commands; editor work
+uses mousepad's keyboard shortcuts. Two conventions keep them robust on a 1280x720 desktop:
+
+* Switching windows with alt+tab takes three separate steps (alt down, tab, alt up). Sent as one
+  burst (a ``Hotkey``), openbox misses the alt release and keeps its window switcher open, and
+  the switcher swallows the next key.
+* An app started from the terminal gets a ``Wait`` step, since nothing on screen tells the
+  oracle when its window is up.
+"""
+
+from __future__ import annotations
+
+from osworld_gym.actions import Click, Done, Fail, Hotkey, KeyDown, KeyUp, Press, TypeText, Wait
+
+
+def shell(command: str) -> list:
+    """Type one command line into the focused terminal and run it."""
+    return [TypeText(text=command + "\n")]
+
+
+def switch_window() -> list[list]:
+    """Alt+tab to the previously focused window, one key event per step."""
+    return [[KeyDown(key="alt")], [Press(key="tab")], [KeyUp(key="alt")]]
+
+
+SAVE = [Hotkey(keys=("ctrl", "s"))]
+END_OF_FILE = [Hotkey(keys=("ctrl", "end"))]
+START_OF_FILE = [Hotkey(keys=("ctrl", "home"))]
+
+STATS_4_SPACES = """\
+def mean(values):
+    total = 0
+    for value in values:
+        total += value
+    return total / len(values)
+
+
+def spread(values):
+    if not values:
+        return 0
+    return max(values) - min(values)
+"""
+
+# mousepad's Find and Replace dialog (ctrl+r) at 1280x720: the "Replace all in" check box and
+# the "Replace" button (the dialog has no keyboard mnemonics).
+REPLACE_ALL_BOX = (443, 467)
+REPLACE_BUTTON = (722, 507)
+
+OS = {
+    "os-create-project-tree": [
+        shell(
+            "mkdir -p ~/projects/webapp/src ~/projects/webapp/tests ~/projects/webapp/docs"
+            " && touch ~/projects/webapp/README.md"
+        ),
+        Done(),
+    ],
+    "os-rename-by-prefix": [
+        shell('cd ~/reports && for f in draft_*.txt; do mv "$f" "final_${f#draft_}"; done'),
+        Done(),
+    ],
+    "os-sort-downloads-by-type": [
+        shell(
+            "mkdir -p ~/Pictures/imported"
+            " && mv ~/Downloads/*.jpg ~/Downloads/*.png ~/Pictures/imported/"
+        ),
+        Done(),
+    ],
+    "os-write-file-content": [
+        shell(
+            r"printf 'Welcome to the build server\nMaintenance: Sundays 02:00-04:00\n'"
+            " > ~/Documents/motd.txt"
+        ),
+        Done(),
+    ],
+    "os-chmod-script": [shell("chmod 750 ~/scripts/backup.sh"), Done()],
+    "os-count-error-lines": [
+        shell("grep -c ERROR ~/logs/server.log > ~/logs/error_count.txt"),
+        Done(),
+    ],
+    "os-find-and-copy": [
+        shell('cp "$(find ~/archive -name tax_receipt_0419.txt)" ~/Desktop/'),
+        Done(),
+    ],
+    "os-tar-folder": [
+        shell("tar -czf ~/backup/project_notes.tar.gz -C ~ project_notes"),
+        Done(),
+    ],
+    "os-delete-tmp-files": [
+        shell("find ~/workspace -type f -name '*.tmp' -delete"),
+        Done(),
+    ],
+    "os-infeasible-network-share": [Fail()],
+}
+
+TEXT_EDITOR = {
+    "editor-replace-word": [
+        [Hotkey(keys=("ctrl", "r"))],
+        [TypeText(text="colour"), Press(key="tab"), TypeText(text="color")],
+        [Click(x=REPLACE_ALL_BOX[0], y=REPLACE_ALL_BOX[1])],
+        [Click(x=REPLACE_BUTTON[0], y=REPLACE_BUTTON[1])],
+        [Press(key="escape")],
+        SAVE,
+        Done(),
+    ],
+    "editor-append-line": [
+        END_OF_FILE,  # the file ends with a newline: the cursor is on the empty last line
+        [TypeText(text="- green tea")],
+        SAVE,
+        Done(),
+    ],
+    "editor-delete-line": [
+        START_OF_FILE,
+        [Press(key="down", presses=3)],  # line 4: Marcus Webb
+        [Hotkey(keys=("shift", "down")), Press(key="delete")],
+        SAVE,
+        Done(),
+    ],
+    "editor-fix-indentation": [
+        [Hotkey(keys=("ctrl", "a"))],
+        [TypeText(text=STATS_4_SPACES)],
+        SAVE,
+        Done(),
+    ],
+    "editor-save-as-new-name": [
+        START_OF_FILE,
+        [Hotkey(keys=("shift", "end")), TypeText(text="FINAL")],
+        [Hotkey(keys=("ctrl", "shift", "s"))],
+        [Hotkey(keys=("ctrl", "a")), TypeText(text="~/Documents/announcement_final.txt\n")],
+        Done(),
+    ],
+    "editor-infeasible-track-changes": [Fail()],
+}
+
+MULTI_APPS = {
+    "multi-wordcount-into-report": [
+        shell("wc -w ~/Documents/essay.txt"),  # 64 words
+        *switch_window(),
+        END_OF_FILE,
+        [TypeText(text="Words: 64")],
+        SAVE,
+        Done(),
+    ],
+    "multi-calc-total-to-text": [
+        # In Calc, a formula in a free cell gives the total: =SUM(B2:B9) -> 1062.09.
+        [Hotkey(keys=("ctrl", "home")), Press(key="right", presses=3)],
+        [TypeText(text="=SUM(B2:B9)\n")],
+        *switch_window(),
+        [TypeText(text="Total: 1062.09")],
+        SAVE,
+        Done(),
+    ],
+    "multi-sorted-tags-heading": [
+        shell(
+            "sort -u ~/Documents/tags.txt > ~/Documents/tags_sorted.txt"
+            " && mousepad ~/Documents/tags_sorted.txt &"
+        ),
+        [Wait(seconds=3.0)],  # mousepad's window
+        START_OF_FILE,
+        [TypeText(text="# Tags\n")],
+        SAVE,
+        Done(),
+    ],
+    "multi-infeasible-vscode-prettier": [Fail()],
+}
+
+ORACLES: dict[str, list] = {**OS, **TEXT_EDITOR, **MULTI_APPS}

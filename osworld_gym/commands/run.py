@@ -1,0 +1,364 @@
+"""``osworld-gym run``: an agent over a task set on N envs, with OSWorld-style results.
+
+Episodes run rollout-wise on an :class:`~osworld_gym.pool.EnvPool` (a free env starts the next
+task at once). Each finished task is written in OSWorld's layout (:mod:`.results`) as soon as it
+ends, the progress display counts it, and ``summary.json`` is rewritten, so a run killed at any
+point keeps every finished task. Rerunning the same command skips the tasks that have a
+``result.txt`` and runs the rest; a rerun whose score-relevant settings differ from the run
+folder's is refused (use another ``--result-dir`` or ``--model``).
+
+Exit status: 0 when every task was scored, 1 when some could not be (infrastructure faults,
+listed in the summary), 2 for bad arguments, 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from osworld_gym.commands.agents import BUILTIN_AGENTS, Agent, AgentOptions, TimedPolicy, make_agent
+from osworld_gym.commands.progress import Progress
+from osworld_gym.commands.results import (
+    Dialect,
+    RunLayout,
+    TaskRecord,
+    read_run,
+    read_task,
+    write_task,
+)
+from osworld_gym.commands.summary import (
+    build_summary,
+    domain_rows,
+    format_table,
+    load_summary,
+    settings_conflicts,
+    write_summary,
+)
+from osworld_gym.tasks import Task, TaskSet, load_tasks
+from osworld_gym.version import __version__
+
+logger = logging.getLogger(__name__)
+
+OBSERVATION_TYPE = "screenshot"
+DEFAULT_SCREEN = (1920, 1080)
+SUITE_SCREENS = {"ui-basics": (336, 224), "desktop-basics": (1280, 720)}
+"""Screens the bundled suites are laid out for (their oracles click at measured points)."""
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``run``."""
+    run = sub.add_parser(
+        "run",
+        help="run an agent over tasks on N envs; OSWorld's results layout; resumable",
+        description=__doc__.split("\n\n")[0],
+    )
+    run.add_argument("--tasks", default="desktop-basics", help="suite, folder or index JSON")
+    run.add_argument("--domain", action="append", help="only this domain (repeatable)")
+    run.add_argument("--task-id", action="append", dest="task_ids", help="only this task")
+    run.add_argument("--limit", type=int, help="at most this many tasks (after filters)")
+    run.add_argument(
+        "--agent",
+        default="oracle",
+        help=f"{', '.join(BUILTIN_AGENTS)}, or module:callable (a batched pool policy)",
+    )
+    run.add_argument("--agent-arg", action="append", default=[], metavar="KEY=VALUE")
+    run.add_argument("--model", help="served model (openai); results folder name otherwise")
+    run.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="openai: API root")
+    run.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai: key variable")
+    run.add_argument("--temperature", type=float, default=0.6)
+    run.add_argument("--top-p", type=float, default=0.9)
+    run.add_argument("--max-new-tokens", type=int, default=1500)
+    run.add_argument(
+        "--history-images", type=int, default=5, help="openai: screenshots per prompt (0: all)"
+    )
+    run.add_argument("--provider", default="local", help="local, docker, qemu or remote")
+    run.add_argument("--image", help="the provider's desktop image (recorded in the summary)")
+    run.add_argument("--num-envs", type=int, default=1)
+    run.add_argument("--max-steps", type=int, default=15)
+    run.add_argument("--hard", action="store_true", help="OSWorld-Hard: no FAIL at the limit")
+    run.add_argument("--screen-size", help="WIDTHxHEIGHT (default: the suite's, or 1920x1080)")
+    run.add_argument("--result-dir", default="results")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--online", action="store_true", help="allow downloading task assets")
+    run.add_argument("--step-timeout", type=float, default=600.0, help="seconds per step")
+    run.add_argument("--progress", choices=["auto", "bar", "lines"], default="auto")
+    run.set_defaults(func=run_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the ``run`` subcommand."""
+    try:
+        plan = _plan(args)
+    except ValueError as e:
+        sys.stderr.write(f"osworld-gym run: {e}\n")
+        return 2
+    try:
+        return _execute(plan)
+    finally:
+        if plan.agent.close is not None:
+            plan.agent.close()
+
+
+class _Plan:
+    """Everything decided before the first env starts."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        tasks: TaskSet,
+        agent: Agent,
+        layout: RunLayout,
+        dialect: Dialect,
+        settings: dict[str, Any],
+        env_kwargs: dict[str, Any],
+    ) -> None:
+        self.args, self.tasks, self.agent, self.layout = args, tasks, agent, layout
+        self.dialect, self.settings, self.env_kwargs = dialect, settings, env_kwargs
+
+
+def _plan(args: argparse.Namespace) -> _Plan:
+    tasks = _select_tasks(args)
+    requested_screen = _parse_screen(args.screen_size) if args.screen_size else None
+    options = AgentOptions(
+        agent=args.agent,
+        model=args.model,
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_new_tokens=args.max_new_tokens,
+        history_images=args.history_images or None,
+        seed=args.seed,
+        screen_size=requested_screen or _suite_screen(args.tasks),
+        num_envs=args.num_envs,
+        agent_args=dict(_key_value(item) for item in args.agent_arg),
+    )
+    agent = make_agent(options, tasks)
+    screen = requested_screen or agent.screen_size or options.screen_size
+    if agent.screen_size and screen != agent.screen_size:
+        raise ValueError(
+            f"the {agent.kind} agent needs a {agent.screen_size[0]}x{agent.screen_size[1]} "
+            f"screen, not {screen[0]}x{screen[1]}"
+        )
+    if args.num_envs < 1 or args.max_steps < 1:
+        raise ValueError("--num-envs and --max-steps must be at least 1")
+    layout = RunLayout(Path(args.result_dir), agent.action_format, OBSERVATION_TYPE, agent.model)
+    dialect = Dialect(
+        agent.action_format,
+        screen,
+        dict(agent.env_kwargs.get("dialect_options") or {}),
+        max_steps=args.max_steps,
+        hard=args.hard,
+    )
+    provider, image = _provider(args.provider, args.image, screen)
+    env_kwargs = {
+        "tasks": args.tasks,
+        "provider": provider,
+        "action_format": agent.action_format,
+        "max_steps": args.max_steps,
+        "hard": args.hard,
+        "screen_size": screen,
+        "offline": not args.online,
+        **agent.env_kwargs,
+    }
+    settings = {
+        "mode": "hard" if args.hard else "standard",
+        "max_steps": args.max_steps,
+        "fail_at_step_limit": not args.hard,
+        "parse_error_ends_episode": False,
+        "screen_size": list(screen),
+        "action_space": agent.action_format,
+        "observation_type": OBSERVATION_TYPE,
+        "provider": args.provider,
+        "image": image,
+        "agent": agent.kind,
+        "model": agent.model,
+        **agent.settings,
+        "tasks": args.tasks,
+        "package_version": __version__,
+        "env_id": "OSWorld-Hard-v0" if args.hard else "OSWorld-v0",
+        "rollouts_per_task": 1,
+        "num_envs": args.num_envs,
+        "offline": not args.online,
+    }
+    return _Plan(args, tasks, agent, layout, dialect, settings, env_kwargs)
+
+
+def _select_tasks(args: argparse.Namespace) -> TaskSet:
+    try:
+        tasks = load_tasks(args.tasks, domain=args.domain, ids=args.task_ids)
+    except (OSError, LookupError) as e:
+        why = e.args[0] if isinstance(e, KeyError) and e.args else e  # KeyError quotes its text
+        raise ValueError(f"cannot load tasks {args.tasks!r}: {why}") from e
+    if args.limit is not None:
+        tasks = tasks[: args.limit]
+    if not len(tasks):
+        raise ValueError(f"no tasks selected from {args.tasks!r}")
+    return tasks
+
+
+def _suite_screen(source: str) -> tuple[int, int]:
+    return SUITE_SCREENS.get(str(source), DEFAULT_SCREEN)
+
+
+def _provider(name: str, image: str | None, screen: tuple[int, int]) -> tuple[Any, str]:
+    """What the envs get as ``provider`` (a picklable name or config), and the image to record."""
+    if name == "local":
+        if image:
+            raise ValueError("--image is for the docker provider; local runs this host's apps")
+        return name, "local host (Debian packages, scripts/install_system_deps.sh)"
+    if name == "docker":
+        try:
+            from osworld_gym.providers.docker_provider import DockerProviderConfig
+        except ImportError as e:
+            raise ValueError(f"the docker provider is not available: {e}") from e
+        config = DockerProviderConfig(screen_size=screen)
+        if image:
+            config = DockerProviderConfig(screen_size=screen, image=image)
+        return config, config.image
+    if image:
+        raise ValueError(f"--image is for the docker provider, not {name}")
+    return name, f"{name} provider default"
+
+
+def _parse_screen(text: str) -> tuple[int, int]:
+    try:
+        width, height = (int(n) for n in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"--screen-size must look like 1280x720, got {text!r}") from None
+    return width, height
+
+
+def _key_value(item: str) -> tuple[str, str]:
+    key, sep, value = item.partition("=")
+    if not sep or not key:
+        raise ValueError(f"--agent-arg must be KEY=VALUE, got {item!r}")
+    return key, value
+
+
+def _execute(plan: _Plan) -> int:
+    from osworld_gym.pool import CollectorConfig, EnvPool, EnvSpec, PoolConfig, RolloutCollector
+
+    args, layout = plan.args, plan.layout
+    run_dir = layout.run_dir
+    earlier = load_summary(run_dir)
+    if earlier is not None:
+        conflicts = settings_conflicts(earlier.get("settings", {}), plan.settings)
+        if conflicts:
+            sys.stderr.write(
+                f"osworld-gym run: {run_dir} holds a run with other settings "
+                f"({'; '.join(conflicts)}); use another --result-dir or --model\n"
+            )
+            return 2
+    todo = [t for t in plan.tasks if not layout.is_done(t.domain, t.id)]
+    skipped = len(plan.tasks) - len(todo)
+    created = earlier.get("created") if earlier else None
+    invocation: dict[str, Any] = {
+        "command": "osworld-gym " + " ".join(sys.argv[1:]),
+        "selected": len(plan.tasks),
+        "skipped_done": skipped,
+        "episodes_run": 0,
+        "errors": 0,
+        "requeued_after_infra_errors": 0,
+        "interrupted": False,
+        "status": "running",
+        "wall_seconds": 0.0,
+    }
+    records = {r.task_dir: r for r in read_run(run_dir)} if run_dir.exists() else {}
+    _save_summary(run_dir, plan, invocation, created, records)
+    sys.stderr.write(
+        f"osworld-gym run: {len(todo)} task(s) to run, {skipped} done already; "
+        f"{plan.agent.kind} agent on {min(args.num_envs, max(len(todo), 1))} {args.provider} "
+        f"env(s); results in {run_dir}\n"
+    )
+    by_id = {t.id: t for t in plan.tasks}
+    started = time.monotonic()
+    status = 0
+    progress = Progress(
+        len(todo), skipped, bar={"auto": None, "bar": True, "lines": False}[args.progress]
+    )
+    try:
+        if todo:
+            spec = EnvSpec(kwargs=plan.env_kwargs)
+            config = PoolConfig(screenshot_format="png", step_timeout=args.step_timeout)
+            with EnvPool(spec, num_envs=min(args.num_envs, len(todo)), config=config) as pool:
+                collector = RolloutCollector(
+                    pool,
+                    TimedPolicy(plan.agent.policy),
+                    CollectorConfig(group_size=1, seed=args.seed),
+                )
+                for group in collector.groups([t.id for t in todo]):
+                    trajectory = group.trajectories[0]
+                    task = by_id[trajectory.task_id]
+                    task_dir = plan.layout.task_dir(task.domain, task.id)
+                    score = _record(plan, task, task_dir, trajectory)
+                    records[task_dir] = read_task(task_dir)
+                    invocation["episodes_run"] += 1 + len(group.discarded)
+                    invocation["errors"] += score is None
+                    invocation["requeued_after_infra_errors"] = collector.requeued
+                    invocation["wall_seconds"] = round(time.monotonic() - started, 2)
+                    parse_errors = sum(s.parse_error is not None for s in trajectory.steps)
+                    progress.update(
+                        f"{task.domain}/{task.id}",
+                        score,
+                        len(trajectory.steps),
+                        trajectory.wall_seconds,
+                        parse_errors,
+                    )
+                    _save_summary(run_dir, plan, invocation, created, records)
+        invocation["status"] = "finished"
+        status = 1 if invocation["errors"] else 0
+    except KeyboardInterrupt:
+        invocation.update(status="interrupted", interrupted=True)
+        progress.message("interrupted: finished tasks are kept; rerun to complete the rest")
+        status = 130
+    finally:
+        progress.close()
+        invocation["wall_seconds"] = round(time.monotonic() - started, 2)
+        _save_summary(run_dir, plan, invocation, created, records)
+    # The table covers the selected tasks; summary.json covers the whole run folder.
+    rows = domain_rows(sorted((r for r in records.values() if r.task_id in by_id), key=_order))
+    sys.stdout.write(format_table(rows) + "\n")
+    overall = rows[-1]
+    rate = overall.success_rate
+    sys.stdout.write(
+        f"{plan.settings['mode']} mode, {plan.settings['max_steps']} steps, agent "
+        f"{plan.agent.kind} ({plan.agent.model}): "
+        f"{'-' if rate is None else f'{100 * rate:.1f}%'} over {overall.scored} scored "
+        f"task(s); this invocation ran {invocation['episodes_run']} episode(s); "
+        f"summary: {run_dir / 'summary.json'}\n"
+    )
+    return status
+
+
+def _record(plan: _Plan, task: Task, task_dir: Path, trajectory: Any) -> float | None:
+    extra = {"agent": plan.agent.kind, "model": plan.agent.model}
+    return write_task(task_dir, trajectory, domain=task.domain, dialect=plan.dialect, extra=extra)
+
+
+def _order(record: TaskRecord) -> tuple[str, str]:
+    return record.domain, record.task_id
+
+
+def _save_summary(
+    run_dir: Path,
+    plan: _Plan,
+    invocation: dict[str, Any],
+    created: str | None,
+    records: dict[Path, TaskRecord],
+) -> dict[str, Any]:
+    ids = {t.id for t in plan.tasks}
+    # The summary covers every task in the run folder (earlier invocations' selections too).
+    ordered = sorted(records.values(), key=_order)
+    summary = build_summary(ordered, plan.settings, invocation, created=created)
+    summary["selected_tasks"] = sorted(ids)
+    summary["not_done"] = sorted(
+        t.id for t in plan.tasks if not plan.layout.is_done(t.domain, t.id)
+    )
+    summary["tasks_in_folder"] = len(ordered)
+    write_summary(run_dir, summary)
+    return summary
