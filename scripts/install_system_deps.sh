@@ -13,6 +13,14 @@ PACKAGES=(
   ffmpeg
   dbus-daemon dbus-bin at-spi2-core python3-gi gir1.2-atspi-2.0 python3-pyatspi
   procps
+  # `osworld-gym view`'s test renders the HTML report in headless Chromium.
+  chromium
+  # The docker provider: an engine (started by scripts/start_docker.sh), debootstrap for the
+  # guest image (vm_images/), an SSH server for the tests of ssh:// engines.
+  docker.io debootstrap openssh-server
+  # The qemu provider (software emulation where KVM is missing) and its image recipe
+  # (vm_images/qemu/: mkfs.ext4 -d, qemu-img).
+  qemu-system-x86 qemu-utils e2fsprogs
 )
 
 missing=()

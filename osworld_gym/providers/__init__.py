@@ -10,7 +10,7 @@ import difflib
 
 from osworld_gym.providers.base import Desktop, Provider, ProviderConfig
 
-PROVIDER_NAMES = ("local",)
+PROVIDER_NAMES = ("local", "docker", "qemu", "remote")
 
 __all__ = ["Desktop", "Provider", "ProviderConfig", "PROVIDER_NAMES", "make_provider"]
 
@@ -38,6 +38,12 @@ def make_provider(
         if screen_size is not None:
             config = LocalProviderConfig(screen_size=tuple(screen_size))  # type: ignore[arg-type]
         return LocalProvider(config)
+    docker_provider = _make_docker_provider(spec, screen_size)
+    if docker_provider is not None:
+        return docker_provider
+    vm_provider = _make_vm_provider(spec, screen_size)
+    if vm_provider is not None:
+        return vm_provider
     provider = spec if isinstance(spec, Provider) else None
     if isinstance(spec, LocalProviderConfig):
         provider = LocalProvider(spec)
@@ -53,3 +59,49 @@ def make_provider(
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise ValueError(f"unknown provider {spec!r}{hint} (available: {list(PROVIDER_NAMES)})")
     raise ValueError(f"Unsupported provider config: {spec!r}")
+
+
+def _make_vm_provider(
+    spec: str | ProviderConfig | Provider | None, screen_size: tuple[int, int] | None
+) -> Provider | None:
+    """The ``qemu`` or ``remote`` provider for a name or config of theirs; None for others."""
+    from osworld_gym.providers.qemu import QemuProvider, QemuProviderConfig
+    from osworld_gym.providers.remote import RemoteProvider, RemoteProviderConfig
+
+    if spec == "remote":
+        raise ValueError(
+            "the remote provider needs guest URLs: pass "
+            "RemoteProviderConfig(urls=('http://host:5000', ...), token=...) as provider"
+        )
+    if spec == "qemu":
+        spec = QemuProviderConfig.from_built_image(screen_size=screen_size)
+    elif not isinstance(spec, (QemuProviderConfig, RemoteProviderConfig)):
+        return None
+    if screen_size is not None and tuple(spec.screen_size) != tuple(screen_size):
+        raise ValueError(
+            f"the provider's screen size {spec.screen_size} differs from the "
+            f"requested {tuple(screen_size)}; configure both the same"
+        )
+    if isinstance(spec, RemoteProviderConfig):
+        return RemoteProvider(spec)
+    return QemuProvider(spec)
+
+
+def _make_docker_provider(
+    spec: str | ProviderConfig | Provider | None, screen_size: tuple[int, int] | None
+) -> Provider | None:
+    """The ``docker`` provider for its name or config; None for others."""
+    from osworld_gym.providers.docker_provider import DockerProvider, DockerProviderConfig
+
+    if spec == "docker":
+        spec = DockerProviderConfig()
+        if screen_size is not None:
+            spec = DockerProviderConfig(screen_size=tuple(screen_size))  # type: ignore[arg-type]
+    elif not isinstance(spec, DockerProviderConfig):
+        return None
+    if screen_size is not None and tuple(spec.screen_size) != tuple(screen_size):
+        raise ValueError(
+            f"the provider's screen size {spec.screen_size} differs from the "
+            f"requested {tuple(screen_size)}; configure both the same"
+        )
+    return DockerProvider(spec)

@@ -1,0 +1,478 @@
+"""The ``docker`` provider: one container per desktop, reset by recreating the container.
+
+Two kinds of image run:
+
+* ours, ``osworld-gym/desktop`` (built by ``vm_images/``, see
+  :mod:`osworld_gym.providers.docker_image`): Xvfb, openbox, the apps and our guest server
+  start in about a second, so a reset is a fresh container from the image: every trace of the
+  episode (files, processes, settings) is gone. Containers use host networking (engines
+  started with ``--bridge=none`` have no other network) and the guest binds a reserved
+  loopback port (:mod:`osworld_gym.providers.ports`) with a random token.
+* OSWorld's official ``happysixd/osworld-docker`` (``official=True``): QEMU in a container
+  booting ``Ubuntu.qcow2`` mounted read-only, with ``/dev/kvm`` when the host has it (spec
+  §4.1). It needs an engine with a bridge network (its port 5000 is published on loopback) and
+  boots for minutes without KVM; every reset is such a boot, as in OSWorld.
+
+Every container carries labels naming the host, process and run that started it. A provider
+removes, when it starts, the containers whose starting process is gone (an interrupted run's
+leftovers); a desktop removes its container on ``close()``, on garbage collection and at
+interpreter exit.
+
+The docker SDK is imported lazily: ``pip install 'osworld-gym[docker]'``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import secrets
+import socket
+import time
+import uuid
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from osworld_gym.errors import DesktopDiedError, GuestError, ProviderError
+from osworld_gym.guest.client import ClientConfig, GuestClient
+from osworld_gym.providers.base import Desktop, Provider, ProviderConfig
+from osworld_gym.providers.docker_client import connect, docker_sdk, engine_host, is_loopback
+from osworld_gym.providers.ports import PortReservation, reserve_port
+
+if TYPE_CHECKING:
+    import docker
+
+logger = logging.getLogger(__name__)
+
+OWNER_LABEL = "osworld-gym.owner"  # host name of the machine whose process started it
+BOOT_LABEL = "osworld-gym.boot"  # that machine's boot id (a reboot ends every owner)
+PID_LABEL = "osworld-gym.pid"  # the starting process ...
+PID_START_LABEL = "osworld-gym.pid-start"  # ... and its start time (PIDs are reused)
+RUN_LABEL = "osworld-gym.run"  # the provider instance
+KIND_LABEL = "osworld-gym.kind"  # "desktop" or "official"
+
+OFFICIAL_IMAGE = "happysixd/osworld-docker"
+_OFFICIAL_GUEST_PORT = 5000
+_STATUS_POLL = 0.5  # seconds between container status checks while waiting for the guest
+_LOG_TAIL_LINES = 30
+
+
+@dataclass(frozen=True)
+class DockerProviderConfig(ProviderConfig):
+    """Settings of the ``docker`` provider.
+
+    Attributes:
+        image: The image of our desktops (``official=False``).
+        base_url: The engine: None for ``DOCKER_HOST`` or the local socket, else
+            ``unix://...``, ``tcp://host:port`` or ``ssh://user@host[:port]`` (paramiko; keys
+            and known hosts from ``~/.ssh``).
+        cpus: CPU limit of each container (None: no limit).
+        memory: Memory limit of each container, e.g. ``"4g"`` (None: no limit).
+        shm_size: Size of ``/dev/shm`` (LibreOffice and browsers need more than 64 MB).
+        use_token: Protect each guest with a random token (ours only).
+        guest_host: Address the guests are reached at from here. Default: loopback for a
+            local engine, the engine's host for a remote one (its guests then bind all
+            interfaces, protected by their token).
+        reap_leftovers: Remove, when the provider starts, containers left by dead processes.
+        extra_env: Extra environment variables for every container.
+        official: Run OSWorld's QEMU-in-Docker image with ``Ubuntu.qcow2`` instead of ours.
+        official_image: That image (never pulled automatically: ``docker pull`` it first).
+        vm_image_path: Path of ``Ubuntu.qcow2`` on the engine's host (official only).
+        disk_size: ``DISK_SIZE`` of the official image.
+        ram_size: ``RAM_SIZE`` of the official image.
+        cpu_cores: ``CPU_CORES`` of the official image.
+        kvm: Give the official image ``/dev/kvm``; None: when this host has it (local
+            engines) or never (remote ones).
+    """
+
+    image: str = "osworld-gym/desktop:latest"
+    base_url: str | None = None
+    cpus: float | None = 2.0
+    memory: str | None = "4g"
+    shm_size: str | None = "512m"
+    use_token: bool = True
+    guest_host: str | None = None
+    reap_leftovers: bool = True
+    extra_env: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    official: bool = False
+    official_image: str = OFFICIAL_IMAGE
+    vm_image_path: str | None = None
+    disk_size: str = "32G"
+    ram_size: str = "4G"
+    cpu_cores: int = 4
+    kvm: bool | None = None
+
+    @classmethod
+    def for_official(cls, vm_image_path: str, **settings: Any) -> DockerProviderConfig:
+        """Settings for OSWorld's official image, with its 300 s boot allowance (spec §4.1)."""
+        settings.setdefault("boot_timeout", 300.0)
+        settings.setdefault("cpus", None)
+        settings.setdefault("memory", None)
+        return cls(official=True, vm_image_path=vm_image_path, **settings)
+
+    @property
+    def reaches_guest_at(self) -> str:
+        """The address guests are reached at (see ``guest_host``)."""
+        if self.guest_host:
+            return self.guest_host
+        host = engine_host(self.base_url)
+        return "127.0.0.1" if is_loopback(host) else str(host)
+
+    @property
+    def guest_bind_host(self) -> str:
+        """The address our guests bind inside their (host-networked) container."""
+        return "127.0.0.1" if is_loopback(self.reaches_guest_at) else "0.0.0.0"
+
+    def use_kvm(self) -> bool:
+        """Whether official containers get ``/dev/kvm``."""
+        if self.kvm is not None:
+            return self.kvm
+        return is_loopback(engine_host(self.base_url)) and Path("/dev/kvm").exists()
+
+
+def container_spec(
+    config: DockerProviderConfig,
+    *,
+    name: str,
+    port: int,
+    token: str | None,
+    labels: dict[str, str],
+) -> dict[str, Any]:
+    """Keyword arguments of ``containers.run`` for one desktop (pure; tested on its own).
+
+    Args:
+        config: The provider's settings.
+        name: Container name.
+        port: Host port of the guest server.
+        token: The guest's token (ours only).
+        labels: Ownership labels.
+    """
+    spec: dict[str, Any] = {
+        "name": name,
+        "detach": True,
+        "labels": dict(labels),
+        "init": True,  # reaps the zombies of apps the guest launched and left
+    }
+    if config.cpus:
+        spec["nano_cpus"] = int(config.cpus * 1e9)
+    if config.memory:
+        spec["mem_limit"] = config.memory
+    if config.shm_size:
+        spec["shm_size"] = config.shm_size
+    if config.official:
+        return _official_spec(config, spec, port)
+    width, height = config.screen_size
+    environment = {
+        "OSWORLD_GUEST_HOST": config.guest_bind_host,
+        "OSWORLD_GUEST_PORT": str(port),
+        "OSWORLD_SCREEN": f"{width}x{height}",
+        "OSWORLD_BOOT_TIMEOUT": str(int(config.boot_timeout)),
+        **dict(config.extra_env),
+    }
+    if token:
+        environment["OSWORLD_GUEST_TOKEN"] = token
+    spec.update(image=config.image, environment=environment, network_mode="host")
+    return spec
+
+
+def _official_spec(config: DockerProviderConfig, spec: dict[str, Any], port: int) -> dict[str, Any]:
+    if not config.vm_image_path:
+        raise ValueError("official=True needs vm_image_path, the path of Ubuntu.qcow2")
+    environment = {
+        "DISK_SIZE": config.disk_size,
+        "RAM_SIZE": config.ram_size,
+        "CPU_CORES": str(config.cpu_cores),
+        **dict(config.extra_env),
+    }
+    kvm = config.use_kvm()
+    if not kvm:
+        environment["KVM"] = "N"
+    spec.update(
+        image=config.official_image,
+        environment=environment,
+        cap_add=["NET_ADMIN"],
+        # The base disk is never written: the guest's writes stay in the container.
+        volumes={
+            str(Path(config.vm_image_path).absolute()): {"bind": "/System.qcow2", "mode": "ro"}
+        },
+        ports={f"{_OFFICIAL_GUEST_PORT}/tcp": (config.guest_bind_host, port)},
+    )
+    if kvm:
+        spec["devices"] = ["/dev/kvm:/dev/kvm:rwm"]
+    return spec
+
+
+# --- ownership labels and the reaper --------------------------------------------------------
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def _process_start(pid: int) -> str | None:
+    """The start time of ``pid`` in clock ticks since boot, or None if it is not running."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    if fields[0] in (b"Z", b"X"):
+        return None
+    return fields[19].decode()  # field 22 of stat(5); 20 after pid, comm and state
+
+
+def ownership_labels(run_id: str) -> dict[str, str]:
+    """The labels that tie a container to this process and run."""
+    pid = os.getpid()
+    return {
+        OWNER_LABEL: socket.gethostname(),
+        BOOT_LABEL: _boot_id(),
+        PID_LABEL: str(pid),
+        PID_START_LABEL: _process_start(pid) or "",
+        RUN_LABEL: run_id,
+    }
+
+
+def owner_is_alive(labels: dict[str, str]) -> bool | None:
+    """Whether the process that started a container still runs.
+
+    Returns:
+        None when the container comes from another host (its owner cannot be checked here).
+    """
+    if labels.get(OWNER_LABEL) != socket.gethostname():
+        return None
+    if labels.get(BOOT_LABEL) != _boot_id():
+        return False
+    try:
+        pid = int(labels.get(PID_LABEL, ""))
+    except ValueError:
+        return False
+    start = _process_start(pid)
+    return start is not None and start == labels.get(PID_START_LABEL)
+
+
+def reap_leftovers(client: docker.DockerClient) -> list[str]:
+    """Remove this host's osworld-gym containers whose starting process is gone.
+
+    Returns:
+        Names of the removed containers.
+    """
+    errors = docker_sdk().errors
+    removed = []
+    filters = {"label": f"{OWNER_LABEL}={socket.gethostname()}"}
+    for container in client.containers.list(all=True, filters=filters):
+        if owner_is_alive(container.labels) is not False:
+            continue
+        try:
+            container.remove(force=True, v=True)
+        except errors.NotFound:
+            continue  # removed meanwhile by another reaper
+        except errors.APIError as e:
+            if e.status_code == 409:  # removal already in progress elsewhere
+                continue
+            raise
+        removed.append(container.name)
+    if removed:
+        logger.info("removed %d containers left by dead processes: %s", len(removed), removed)
+    return removed
+
+
+# --- provider and desktop -------------------------------------------------------------------
+
+
+class DockerProvider(Provider):
+    """Launches :class:`DockerDesktop` instances on one Docker engine."""
+
+    name = "docker"
+
+    def __init__(self, config: DockerProviderConfig | None = None) -> None:
+        super().__init__(config or DockerProviderConfig())
+        self.config: DockerProviderConfig
+        self.run_id = uuid.uuid4().hex[:12]
+        self._names = itertools.count()
+        self.client = connect(self.config.base_url)
+        if self.config.reap_leftovers:
+            reap_leftovers(self.client)
+        self._check_image()
+
+    def _check_image(self) -> None:
+        errors = docker_sdk().errors
+        image = self.config.official_image if self.config.official else self.config.image
+        try:
+            self.client.images.get(image)
+        except errors.ImageNotFound as e:
+            if self.config.official:
+                hint = f"`docker pull {image}` on the engine's host (nothing is pulled for you)"
+            else:
+                hint = (
+                    "build it with `bash scripts/build_guest_image.sh` (or osworld-gym image build)"
+                )
+            raise ProviderError(f"image {image} is not on the Docker engine: {hint}") from e
+
+    def next_name(self) -> str:
+        """A container name unique to this provider."""
+        return f"osworld-gym-{self.run_id}-{next(self._names)}"
+
+    def _launch_impl(self) -> DockerDesktop:
+        return DockerDesktop(self)
+
+
+def _remove(state: dict[str, Any]) -> None:
+    """Remove the desktop's container and give back its port (also the GC finalizer)."""
+    container = state.pop("container", None)
+    if container is not None:
+        _remove_container(container)
+    reservation: PortReservation | None = state.pop("port", None)
+    if reservation is not None:
+        reservation.release()
+
+
+def _remove_container(container: Any) -> None:
+    errors = docker_sdk().errors
+    try:
+        container.remove(force=True, v=True)
+    except errors.NotFound:
+        pass
+    except errors.APIError as e:
+        if e.status_code != 409:  # 409: already being removed
+            logger.warning("removing container %s failed: %s", container.name, e)
+
+
+class DockerDesktop(Desktop):
+    """One desktop in a container. Starts in the constructor; use :class:`DockerProvider`."""
+
+    def __init__(self, provider: DockerProvider) -> None:
+        super().__init__()
+        self.provider = provider
+        self.config = provider.config
+        self._token = secrets.token_urlsafe(24) if self.config.use_token else None
+        if self.config.official:
+            self._token = None  # OSWorld's server knows no token
+        self._state: dict[str, Any] = {"port": reserve_port(self.config.guest_bind_host)}
+        self._finalizer = weakref.finalize(self, _remove, self._state)
+        self.port = self._state["port"].port
+        try:
+            self._start_container()
+        except BaseException:
+            self.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"DockerDesktop(container={self.container_name!r}, endpoint={self.endpoint!r})"
+
+    # --- Desktop interface ---------------------------------------------------------------
+
+    @property
+    def endpoint(self) -> str:
+        """Base URL of this desktop's guest server."""
+        return f"http://{self.config.reaches_guest_at}:{self.port}"
+
+    @property
+    def token(self) -> str | None:
+        """The guest's token."""
+        return self._token
+
+    @property
+    def client_config(self) -> ClientConfig:
+        """Client settings from the provider config."""
+        return self.config.client
+
+    @property
+    def container(self) -> Any:
+        """The current ``docker`` container object (a new one after each reset)."""
+        return self._state.get("container")
+
+    @property
+    def container_name(self) -> str | None:
+        """Name of the current container."""
+        container = self.container
+        return container.name if container is not None else None
+
+    def _reset_impl(self) -> None:
+        self._remove_current()
+        self._start_container()
+
+    def _check_impl(self) -> None:
+        errors = docker_sdk().errors
+        container = self.container
+        if container is None:
+            raise DesktopDiedError("container", None, "no container")
+        try:
+            container.reload()
+        except errors.NotFound as e:
+            raise DesktopDiedError("container", None, f"{container.name} was removed") from e
+        if container.status != "running":
+            code = container.attrs.get("State", {}).get("ExitCode")
+            raise DesktopDiedError("container", code, self.logs())
+
+    def _close_impl(self) -> None:
+        self._finalizer()
+
+    def logs(self) -> str:
+        """The last lines the container printed."""
+        container = self.container
+        if container is None:
+            return ""
+        try:
+            text = container.logs(tail=_LOG_TAIL_LINES).decode(errors="replace")
+        except docker_sdk().errors.DockerException as e:
+            return f"(logs of {container.name} unavailable: {e})"
+        return f"--- {container.name} ---\n{text}"
+
+    # --- start-up ------------------------------------------------------------------------
+
+    def _remove_current(self) -> None:
+        container = self._state.pop("container", None)
+        if container is not None:
+            _remove_container(container)
+
+    def _start_container(self) -> None:
+        spec = container_spec(
+            self.config,
+            name=self.provider.next_name(),
+            port=self.port,
+            token=self._token,
+            labels={
+                **ownership_labels(self.provider.run_id),
+                KIND_LABEL: "official" if self.config.official else "desktop",
+            },
+        )
+        errors = docker_sdk().errors
+        try:
+            self._state["container"] = self.provider.client.containers.run(**spec)
+        except errors.DockerException as e:
+            raise ProviderError(f"docker could not start {spec['name']}: {e}") from e
+        self._wait_until_ready(time.monotonic() + self.config.boot_timeout)
+
+    def _wait_until_ready(self, deadline: float) -> None:
+        """Poll the guest until it answers, checking that the container still runs."""
+        probe = GuestClient(
+            self.endpoint,
+            token=self._token,
+            config=ClientConfig(connect_timeout=1.0, timeout=10.0, retries=0),
+        )
+        next_status = 0.0
+        try:
+            while True:
+                try:
+                    probe.info(refresh=True)
+                    return
+                except GuestError as e:
+                    last_error = e
+                now = time.monotonic()
+                if now >= next_status:
+                    self._check_impl()  # a container that exited will never answer
+                    next_status = now + _STATUS_POLL
+                if now >= deadline:
+                    raise ProviderError(
+                        f"guest of {self.container_name} not ready after "
+                        f"{self.config.boot_timeout:g} s: {last_error}\n{self.logs()}"
+                    )
+                time.sleep(0.05)
+        finally:
+            probe.close()

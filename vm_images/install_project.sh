@@ -1,0 +1,39 @@
+#!/bin/sh
+# Installs osworld-gym into a guest root filesystem whose base stage is done; runs INSIDE that
+# root (chroot for build_rootfs.sh, a RUN step of the Dockerfile), as root, without network.
+#   sh install_project.sh BUNDLE_DIR
+# BUNDLE_DIR holds the osworld-gym wheel (osworld_gym-*.whl) and rootfs/, the files copied
+# over the root filesystem (the session script, the systemd unit).
+set -eu
+bundle="$1"
+
+/opt/osworld-gym/bin/pip install -q --no-cache-dir --disable-pip-version-check --no-deps \
+  --force-reinstall "${bundle}"/osworld_gym-*.whl
+cp -a "${bundle}/rootfs/." /
+# Enabled for booted images (the qcow2); a container runs the session script directly.
+mkdir -p /etc/systemd/system/multi-user.target.wants
+ln -sf /etc/systemd/system/osworld-gym-guest.service \
+  /etc/systemd/system/multi-user.target.wants/osworld-gym-guest.service
+# Ctrl+Alt+T opens a terminal, as on OSWorld's Ubuntu desktop (some tasks' setups press it).
+# Before the HOME skeleton: it copies the system's openbox configuration.
+if ! grep -q 'key="C-A-t"' /etc/xdg/openbox/rc.xml; then
+  sed -i 's|<keyboard>|<keyboard>\n  <keybind key="C-A-t"><action name="Execute"><command>x-terminal-emulator</command></action></keybind>|' \
+    /etc/xdg/openbox/rc.xml
+fi
+if [ -x /usr/bin/lxterminal ]; then
+  update-alternatives --quiet --set x-terminal-emulator /usr/bin/lxterminal || true
+fi
+# The default HOME of a fresh desktop: the same skeleton as the local provider's.
+/opt/osworld-gym/bin/python -c 'from pathlib import Path
+from osworld_gym.providers.home_skeleton import write_default_home
+write_default_home(Path("/home/user"))'
+# Debian's .bashrc retitles terminals "user@host: dir"; the bundled tasks find a fresh
+# terminal by its own title ("LXTerminal"), as on the local provider's desktops.
+sed -i '/\\e\]0;/d' /home/user/.bashrc
+chown -R user:user /home/user
+mkdir -p /usr/share/osworld-gym
+/opt/osworld-gym/bin/pip freeze --all --disable-pip-version-check >/usr/share/osworld-gym/pip-freeze.txt
+/opt/osworld-gym/bin/python -c 'import osworld_gym; print(osworld_gym.__version__)' \
+  >/usr/share/osworld-gym/version
+find /opt/osworld-gym -name __pycache__ -prune -newer "${bundle}/rootfs" -exec rm -rf {} + 2>/dev/null || true
+echo "install_project: osworld-gym $(cat /usr/share/osworld-gym/version) installed"
