@@ -1,6 +1,7 @@
-"""Reset latency side by side: local, docker (recreate), qemu (loadvm), OSWorld's Docker semantics.
+"""Reset latency side by side: local, docker (recreate, session), qemu (loadvm), OSWorld's Docker.
 
     python benchmarks/bench_reset.py [--resets 5] [--width 1280 --height 720] [--skip-qemu]
+        [--image ID]
 
 Every reset follows a dirtied episode (a file written, a terminal left open) and ends when the
 guest answers again. Rows:
@@ -8,6 +9,8 @@ guest answers again. Rows:
 * ``local``: the local provider's reset (apps killed, HOME restored, session restarted).
 * ``docker``: the docker provider's reset: the container is replaced by a fresh one from
   ``osworld-gym/desktop`` (needs a running engine and the built image).
+* ``docker (session reset)``: its ``reset_mode="session"``: inside the running container,
+  every process but Xvfb and the guest killed, HOME restored, the session restarted.
 * ``qemu``: the qemu provider's ``loadvm`` (the QEMU helper's
   :func:`osworld_gym.providers.qemu_bench.measure_qemu_reset`; the row is skipped, with the
   reason, when that provider or its qcow2 is missing).
@@ -29,7 +32,7 @@ import argparse
 import statistics
 import sys
 import time
-from typing import Any
+from typing import Any, Literal
 
 import requests
 
@@ -69,14 +72,26 @@ def bench_local(screen: tuple[int, int], resets: int) -> list[float]:
         return measure_resets(desktop, resets)
 
 
-def bench_docker(screen: tuple[int, int], resets: int) -> list[float]:
-    with DockerProvider(DockerProviderConfig(screen_size=screen)).launch() as desktop:
-        return measure_resets(desktop, resets)
+def bench_docker(
+    screen: tuple[int, int],
+    resets: int,
+    image: str,
+    reset_mode: Literal["recreate", "session"] = "recreate",
+) -> list[float]:
+    config = DockerProviderConfig(image=image, screen_size=screen, reset_mode=reset_mode)
+    with DockerProvider(config).launch() as desktop:
+        name = desktop.container_name
+        times = measure_resets(desktop, resets)
+        if reset_mode == "session" and desktop.container_name != name:
+            raise RuntimeError("a session reset fell back to recreating the container")
+        return times
 
 
-def bench_osworld_semantics(screen: tuple[int, int], resets: int) -> tuple[list[float], float]:
+def bench_osworld_semantics(
+    screen: tuple[int, int], resets: int, image: str
+) -> tuple[list[float], float]:
     """OSWorld's revert on our image; also returns the mean container stop+remove+run cost."""
-    provider = DockerProvider(DockerProviderConfig(screen_size=screen))
+    provider = DockerProvider(DockerProviderConfig(image=image, screen_size=screen))
     client = provider.client
     times, overheads = [], []
     with reserve_port() as reservation:
@@ -149,12 +164,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--height", type=int, default=720)
     parser.add_argument("--skip-qemu", action="store_true")
+    parser.add_argument("--image", default=DockerProviderConfig.image, help="our desktop image")
     args = parser.parse_args(argv)
     screen = (args.width, args.height)
 
     local = bench_local(screen, args.resets)
-    docker = bench_docker(screen, args.resets)
-    osworld_same, container_overhead = bench_osworld_semantics(screen, max(2, args.resets // 2))
+    docker = bench_docker(screen, args.resets, args.image)
+    docker_session = bench_docker(screen, args.resets, args.image, reset_mode="session")
+    osworld_same, container_overhead = bench_osworld_semantics(
+        screen, max(2, args.resets // 2), args.image
+    )
     qemu = "skipped (--skip-qemu)" if args.skip_qemu else bench_qemu(args.resets)
 
     vm_boot = None
@@ -166,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'provider':<28} {'median s':>8} {'max s':>8} {'vs boot':>8}")
     print(row("local", local, full_boot))
     print(row("docker (recreate)", docker, full_boot))
+    print(row("docker (session reset)", docker_session, full_boot, "reset_mode='session'"))
     if isinstance(qemu, dict):
         print(row("qemu (loadvm)", qemu["reset_s"], full_boot, f"accel={qemu['accel']}"))
     else:

@@ -31,6 +31,8 @@ write_default_home(Path("/home/user"))'
 # terminal by its own title ("LXTerminal"), as on the local provider's desktops.
 sed -i '/\\e\]0;/d' /home/user/.bashrc
 chown -R user:user /home/user
+# The pristine HOME that reset_mode="session" restores (root-owned: an episode cannot alter it).
+/usr/local/bin/osworld-gym-reset-session --snapshot-home
 mkdir -p /usr/share/osworld-gym
 /opt/osworld-gym/bin/pip freeze --all --disable-pip-version-check >/usr/share/osworld-gym/pip-freeze.txt
 /opt/osworld-gym/bin/python -c 'import osworld_gym; print(osworld_gym.__version__)' \

@@ -50,7 +50,7 @@ def docker_engine() -> collections.abc.Iterator[object]:
 
 @pytest.fixture(scope="session")
 def guest_image(docker_engine: object) -> str:
-    """The tag of our guest image, built (or found cached) once per session."""
+    """The ID of our guest image, built (or found cached) once per session."""
     from osworld_gym.errors import ProviderError
     from osworld_gym.providers.docker_image import build_image
 
@@ -60,7 +60,9 @@ def guest_image(docker_engine: object) -> str:
         if os.geteuid() != 0 and "needs root" in str(e):
             pytest.skip(f"the guest image is not built and building it needs root: {e}")
         raise
-    return result.tags[-1]
+    # Its ID, not a tag: a build from another checkout on this engine (a CI run of a clean
+    # clone) may move the tags while these tests run.
+    return result.image_id
 
 
 @pytest.fixture()
