@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections.abc
 import os
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -32,7 +33,18 @@ def start_osworld_gym(*args: str, log: Path) -> subprocess.Popen[bytes]:
     script = shutil.which("osworld-gym")
     assert script
     with open(log, "wb") as out:
-        return subprocess.Popen([script, *args], stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            [script, *args], stdout=out, stderr=subprocess.STDOUT, preexec_fn=_default_sigint
+        )
+
+
+def _default_sigint() -> None:
+    """Give the child the default Ctrl-C handling, whatever the test run inherited.
+
+    A suite started in the background of a non-interactive shell (``nohup ... &``) ignores
+    SIGINT, and children inherit that; the kill-and-resume test's Ctrl-C would do nothing.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_for(predicate: collections.abc.Callable[[], object], timeout: float, what: str) -> None:

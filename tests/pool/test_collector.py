@@ -180,8 +180,13 @@ def test_lockstep_collector_gives_the_same_groups() -> None:
 def test_ctrl_c_during_collect_stops_cleanly() -> None:
     factory = FakeFactory(step_latency=0.05)
     timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-    with pytest.raises(KeyboardInterrupt), EnvPool(factory, num_envs=2) as pool:
-        timer.start()
-        RolloutCollector(pool, scripted, CollectorConfig(group_size=2)).collect(["long"] * 20)
-    timer.join()
+    # A suite run in the background of a non-interactive shell inherits SIGINT ignored.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt), EnvPool(factory, num_envs=2) as pool:
+            timer.start()
+            RolloutCollector(pool, scripted, CollectorConfig(group_size=2)).collect(["long"] * 20)
+        timer.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert pool.state.value == "closed" and factory.closes == factory.builds == 2
