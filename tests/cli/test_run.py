@@ -82,24 +82,22 @@ def test_oracle_over_ui_basics(tmp_path: Path) -> None:
 def test_killed_run_resumes_with_the_remaining_tasks_only(tmp_path: Path) -> None:
     results = tmp_path / "results"
     run_dir = results / "structured" / "screenshot" / "oracle"
-    # One env: tasks finish one at a time, so the signals below land well before the end even
-    # on a loaded host (with two envs a Ctrl-C after two tasks once came after the last one).
-    args = ("run", "--domain", "os", "--num-envs", "1", "--result-dir", str(results))
+    args = ("run", "--domain", "os", "--num-envs", "2", "--result-dir", str(results))
     total = len(SUITE.filter(domain="os"))
 
-    # Ctrl-C after the first task: the run stops, says so, and keeps what finished.
+    # Ctrl-C after two tasks: the run stops, says so, and keeps what finished.
     first = start_osworld_gym(*args, log=tmp_path / "first.log")
-    wait_for(lambda: count_result_files(run_dir) >= 1, 180, "a finished task")
+    wait_for(lambda: count_result_files(run_dir) >= 2, 180, "two finished tasks")
     first.send_signal(signal.SIGINT)
     assert first.wait(timeout=120) == 130, (tmp_path / "first.log").read_text()[-3000:]
     after_first = count_result_files(run_dir)
     summary = _summary(run_dir)
     assert summary["invocation"]["interrupted"] is True
-    assert 1 <= after_first < total
+    assert 2 <= after_first < total
 
-    # SIGKILL after one more: nothing can clean up, and no half-written task may count as done.
+    # SIGKILL after two more: nothing can clean up, and no half-written task may count as done.
     second = start_osworld_gym(*args, log=tmp_path / "second.log")
-    wait_for(lambda: count_result_files(run_dir) >= after_first + 1, 180, "one more task")
+    wait_for(lambda: count_result_files(run_dir) >= after_first + 2, 180, "two more tasks")
     os.kill(second.pid, signal.SIGKILL)
     second.wait(timeout=60)
     after_second = count_result_files(run_dir)
