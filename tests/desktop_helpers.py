@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from osworld_gym.env import OSWorldEnv
 from osworld_gym.providers.local import LocalDesktop, LocalProvider, LocalProviderConfig
 
 SMALL_SCREEN = (1280, 720)
@@ -36,3 +37,18 @@ def wait_until(
         if time.monotonic() >= deadline:
             pytest.fail(f"timed out after {timeout} s waiting for {message}")
         time.sleep(interval)
+
+
+def run_episode(env: OSWorldEnv, task_id: str, steps: list) -> float:
+    """Reset to ``task_id``, take ``steps`` until the episode ends; return its last reward.
+
+    Fails the test on an infrastructure fault, a parse error, or steps that never end it.
+    """
+    env.reset(options={"task_id": task_id})
+    for step in steps:
+        _, reward, terminated, truncated, info = env.step(step)
+        assert info["infra_error"] is None, info["infra_error"]
+        assert info["parse_error"] is None, info["parse_error"]
+        if terminated or truncated:
+            return reward
+    raise AssertionError(f"{task_id}: the steps did not end the episode")

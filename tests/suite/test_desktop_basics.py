@@ -12,6 +12,7 @@ import json
 from importlib import resources
 
 import pytest
+from desktop_helpers import run_episode
 from oracles_office import ORACLES as OFFICE_ORACLES
 from oracles_system import ORACLES as SYSTEM_ORACLES
 
@@ -45,27 +46,16 @@ def test_suite_shape() -> None:
     assert set(ORACLES) == set(TASKS.ids), "every task needs exactly one oracle"
 
 
-def _run(env: OSWorldEnv, task_id: str, steps: list) -> float:
-    env.reset(options={"task_id": task_id})
-    for step in steps:
-        obs, reward, terminated, truncated, info = env.step(step)
-        assert info["infra_error"] is None, info["infra_error"]
-        assert info["parse_error"] is None, info["parse_error"]
-        if terminated or truncated:
-            return reward
-    raise AssertionError(f"{task_id}: the oracle did not end the episode")
-
-
 @pytest.mark.parametrize("task_id", TASKS.ids)
 def test_oracle_scores_one(env: OSWorldEnv, task_id: str) -> None:
     steps = ORACLES[task_id]
     final = steps[-1] if isinstance(steps[-1], list) else [steps[-1]]
     assert final[-1].kind in ("done", "fail"), "an oracle ends with DONE (or FAIL if infeasible)"
-    assert _run(env, task_id, steps) == 1.0
+    assert run_episode(env, task_id, steps) == 1.0
 
 
 @pytest.mark.parametrize("task_id", TASKS.ids)
 def test_doing_nothing_scores_zero(env: OSWorldEnv, task_id: str) -> None:
-    assert _run(env, task_id, [Done()]) == 0.0
+    assert run_episode(env, task_id, [Done()]) == 0.0
     if TASKS[task_id].infeasible:
-        assert _run(env, task_id, [Fail()]) == 1.0
+        assert run_episode(env, task_id, [Fail()]) == 1.0

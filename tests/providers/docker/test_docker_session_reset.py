@@ -7,6 +7,7 @@ import logging
 import time
 
 import pytest
+from desktop_helpers import run_episode
 
 from osworld_gym.actions import Done
 from osworld_gym.commands.oracles.desktop_basics_system import ORACLES as SYSTEM_ORACLES
@@ -114,17 +115,6 @@ def test_session_reset_rejects_the_official_image() -> None:
         DockerProviderConfig(official=True, vm_image_path="/x.qcow2", reset_mode="session")
     with pytest.raises(ValueError, match="reset_mode"):
         DockerProviderConfig(reset_mode="reboot")  # type: ignore[arg-type]
-
-
-def run_episode(env: OSWorldEnv, task_id: str, steps: list) -> float:
-    env.reset(options={"task_id": task_id})
-    for step in steps:
-        _, reward, terminated, truncated, info = env.step(step)
-        assert info["infra_error"] is None, info["infra_error"]
-        assert info["parse_error"] is None, info["parse_error"]
-        if terminated or truncated:
-            return reward
-    raise AssertionError(f"{task_id}: the steps did not end the episode")
 
 
 def test_bundled_task_after_session_resets(guest_image: str, our_containers: object) -> None:

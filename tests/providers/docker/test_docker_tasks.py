@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from desktop_helpers import run_episode
 from PIL import Image
 
 from osworld_gym.actions import Done, Hotkey, TypeText, Wait
@@ -20,17 +21,6 @@ SCREEN = (1280, 720)  # the oracles' coordinates are for this size
 OSWORLD_TASKS = Path(__file__).resolve().parents[4] / "shared" / "osworld_tasks"
 RESTORE_FROM_TRASH = "5ea617a3-0e86-4ba6-aab2-dac9aa2e8d57"  # os: recover a poster from Trash
 POSTER = "poster_party_night.webp"
-
-
-def run_episode(env: OSWorldEnv, task_id: str, steps: list) -> float:
-    env.reset(options={"task_id": task_id})
-    for step in steps:
-        _, reward, terminated, truncated, info = env.step(step)
-        assert info["infra_error"] is None, info["infra_error"]
-        assert info["parse_error"] is None, info["parse_error"]
-        if terminated or truncated:
-            return reward
-    raise AssertionError(f"{task_id}: the steps did not end the episode")
 
 
 @pytest.fixture(scope="module")
