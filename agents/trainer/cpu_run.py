@@ -70,9 +70,10 @@ def warm_start_config(out: Path, seed: int, iterations: int) -> TrainConfig:
     )
 
 
-def rl_config(args: argparse.Namespace, model: Path, selection: Path) -> TrainConfig:
-    """The RL run from the warm start's weights on the selected tasks, all in every iteration."""
-    selected = load_selection(selection).selected
+def rl_config(
+    args: argparse.Namespace, model: Path, selection: Path, selected: Sequence[str]
+) -> TrainConfig:
+    """The RL run from the warm start's weights on the ``selected`` tasks of ``selection``."""
     return dataclasses.replace(
         PRESETS["cpu"],
         algo=args.algo,
@@ -136,21 +137,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     else:
         from osworld_agents.trainer.baseline import run_selection
 
-        chosen = run_selection(
+        run_selection(
             selection_config(out, base / "model", args.seed),
             rollouts=args.baseline_rollouts,
             rule=SELECTION_RULE,
             output=selection,
         )
-        if not chosen.selected:
-            raise RuntimeError(f"the baseline pass selected no task: see {selection}")
-    config = rl_config(args, base / "model", selection)
+    selected = load_selection(selection).selected
+    if not selected:
+        raise RuntimeError(f"the baseline pass selected no task: see {selection}")
+    config = rl_config(args, base / "model", selection, selected)
     train(config)
     curve = eval_curve(Path(config.output_dir) / "metrics.jsonl")
     summary = {
         "algo": args.algo,
         "base_model": str(base / "model"),
-        "training_tasks": list(config.task_ids) or load_selection(selection).selected,
+        "training_tasks": selected,
         "before": curve[0]["success_rate"] if curve else None,
         "after": curve[-1]["success_rate"] if curve else None,
         "curve": curve,
