@@ -70,7 +70,16 @@ class RolloutEngine(Protocol):
     """
 
     def generate(
-        self, conversations: Sequence[Conversation], params: SamplingParams
+        self,
+        conversations: Sequence[Conversation],
+        params: SamplingParams,
+        seeds: Sequence[int] | None = None,
     ) -> list[Generation]:
-        """One completion per conversation, in order."""
+        """One completion per conversation, in order.
+
+        ``seeds`` (optional for implementations; :class:`~osworld_agents.uitars.UITARSAgent`
+        checks for the keyword) gives each conversation its own sampling seed, overriding
+        ``params.seed``: a completion then depends on its conversation, its seed and the
+        weights, not on the rest of the batch, so seeded requests can share one call.
+        """
         ...

@@ -12,6 +12,10 @@ sampled placeholder would break the image-feature count of every later sequence.
 truncation is *not* renormalised into the reported numbers (that would make the trainer's
 quotient depend on sampling knobs); keep ``top_p=1, top_k=0`` for RL rollouts so the numbers
 are exactly the sampling distribution's.
+
+Sampling is per row: every conversation of a call draws from its own seed
+(:class:`~osworld_agents.engines.seeded_sampling.PerRowSeededSampler`), so seeded requests -- the
+trainer's reproducible rollouts -- share one batched ``generate`` instead of one call each.
 """
 
 from __future__ import annotations
@@ -177,21 +181,37 @@ class TransformersEngine:
     # --- RolloutEngine ------------------------------------------------------------------------
 
     def generate(
-        self, conversations: Sequence[Conversation], params: SamplingParams
+        self,
+        conversations: Sequence[Conversation],
+        params: SamplingParams,
+        seeds: Sequence[int] | None = None,
     ) -> list[Generation]:
         """One completion per conversation, in order.
 
-        Log-probs are at ``params.temperature``; for greedy decoding (temperature 0) they are
-        at temperature 1 (``extra["logprob_temperature"]`` says which).
+        Every row samples from its own generator: with ``seeds``, conversation ``i`` from
+        ``seeds[i]``; otherwise from ``params.seed + i`` (or a seed drawn from the engine's
+        generator + i). A completion thus depends on its conversation, its seed and the
+        weights, not on which conversations share its batch (up to float rounding between
+        batch shapes). Log-probs are at ``params.temperature``; for greedy decoding
+        (temperature 0) they are at temperature 1 (``extra["logprob_temperature"]`` says which).
+
+        Raises:
+            ValueError: ``seeds`` does not have one seed per conversation.
         """
+        if seeds is not None and len(seeds) != len(conversations):
+            raise ValueError(f"{len(seeds)} seeds for {len(conversations)} conversations")
         chats = [self.encoder.encode_prompt(c) for c in conversations]
         order = sorted(range(len(chats)), key=lambda i: len(chats[i]))
         results: dict[int, Generation] = {}
         with self._lock, self._eval_mode():
-            seed = params.seed if params.seed is not None else self._rng.randrange(2**63)
-            for chunk, start in enumerate(range(0, len(order), self.max_batch_size)):
+            if seeds is None:
+                base = params.seed if params.seed is not None else self._rng.randrange(2**63)
+                seeds = [(base + i) % 2**64 for i in range(len(chats))]
+            for start in range(0, len(order), self.max_batch_size):
                 rows = order[start : start + self.max_batch_size]
-                generated = self._generate_batch([chats[i] for i in rows], params, seed + chunk)
+                generated = self._generate_batch(
+                    [chats[i] for i in rows], params, [seeds[i] for i in rows]
+                )
                 results.update(zip(rows, generated, strict=True))
         return [results[i] for i in range(len(chats))]
 
@@ -244,16 +264,31 @@ class TransformersEngine:
             self.model.train(was_training)
 
     def _generate_batch(
-        self, chats: list[EncodedChat], params: SamplingParams, seed: int
+        self, chats: list[EncodedChat], params: SamplingParams, seeds: list[int]
     ) -> list[Generation]:
         import torch
+        from transformers import LogitsProcessorList
 
         started = time.perf_counter()
         batch = self.encoder.collate(chats).to(self.model.device)
-        with torch.inference_mode(), _private_rng(seed, self.model.device):
+        processors = LogitsProcessorList()
+        if params.temperature > 0:
+            from osworld_agents.engines.seeded_sampling import PerRowSeededSampler
+
+            processors.append(
+                PerRowSeededSampler(
+                    seeds,
+                    temperature=params.temperature,
+                    top_k=params.top_k,
+                    top_p=params.top_p,
+                    device=self.model.device,
+                )
+            )
+        with torch.inference_mode():
             out = self.model.generate(
                 **batch.model_inputs(),
                 generation_config=self._generation_config(params),
+                logits_processor=processors,
             )
         new_tokens = out.sequences[:, batch.input_ids.shape[1] :]
         temperature = params.temperature if params.temperature > 0 else 1.0
@@ -295,27 +330,22 @@ class TransformersEngine:
     def _generation_config(self, params: SamplingParams) -> Any:
         from transformers import GenerationConfig
 
-        # Every field that adds a logits processor is set to its neutral value: generate() fills
-        # fields left None from the checkpoint's generation_config.json (Qwen2.5-VL checkpoints
-        # ship sampling defaults such as a repetition penalty there), which would move the
-        # sampled distribution away from the one the log-probs describe. Greedy decoding
-        # ignores the sampling warpers.
-        sampling = (
-            {
-                "do_sample": True,
-                "temperature": params.temperature,
-                "top_p": params.top_p,
-                "top_k": params.top_k,
-                "min_p": 0.0,
-                "typical_p": 1.0,
-                "epsilon_cutoff": 0.0,
-                "eta_cutoff": 0.0,
-            }
-            if params.temperature > 0
-            else {"do_sample": False}
-        )
+        # Decoding is greedy: sampling, when asked for, is PerRowSeededSampler's (the last
+        # logits processor), so transformers' own warpers stay off. Every field that adds a
+        # logits processor is set to its neutral value: generate() fills fields left None from
+        # the checkpoint's generation_config.json (Qwen2.5-VL checkpoints ship a repetition
+        # penalty there), which would move the sampled distribution away from the one the
+        # log-probs describe. The sampling fields get their neutral values too, so a
+        # checkpoint's sampling defaults do not trigger "only used in sample mode" warnings.
         return GenerationConfig(
-            **sampling,
+            do_sample=False,
+            temperature=1.0,
+            top_p=1.0,
+            top_k=50,
+            min_p=None,
+            typical_p=1.0,
+            epsilon_cutoff=0.0,
+            eta_cutoff=0.0,
             repetition_penalty=1.0,
             no_repeat_ngram_size=0,
             num_beams=1,
@@ -328,14 +358,3 @@ class TransformersEngine:
             output_logits=True,
             return_dict_in_generate=True,
         )
-
-
-@contextlib.contextmanager
-def _private_rng(seed: int, device: Any) -> Iterator[None]:
-    """Seed torch's generators for one call and restore their previous state afterwards."""
-    import torch
-
-    cuda = list(range(torch.cuda.device_count())) if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=cuda):
-        torch.manual_seed(seed)
-        yield

@@ -17,6 +17,7 @@ sends temperature, top_p, max_tokens and (when set) top_k and seed explicitly. P
 from __future__ import annotations
 
 import base64
+import dataclasses
 import logging
 import os
 import threading
@@ -179,20 +180,33 @@ class OpenAIEngine:
     # --- RolloutEngine ---------------------------------------------------------------------
 
     def generate(
-        self, conversations: Sequence[Conversation], params: SamplingParams
+        self,
+        conversations: Sequence[Conversation],
+        params: SamplingParams,
+        seeds: Sequence[int] | None = None,
     ) -> list[Generation]:
         """One completion per conversation, in order, requested concurrently.
+
+        Each request carries ``seeds[i]`` when given, else ``params.seed`` (when set).
 
         Raises:
             OpenAIEngineError: A request failed (the first failure in batch order; the other
                 requests are finished first, so none is left running).
             RuntimeError: The engine is closed.
+            ValueError: ``seeds`` does not have one seed per conversation.
         """
         if self._closed.is_set():
             raise RuntimeError(f"{self!r} is closed")
+        if seeds is not None and len(seeds) != len(conversations):
+            raise ValueError(f"{len(seeds)} seeds for {len(conversations)} conversations")
+        per_request = (
+            [params] * len(conversations)
+            if seeds is None
+            else [dataclasses.replace(params, seed=seed) for seed in seeds]
+        )
         futures: list[Future[Generation]] = [
-            self._pool.submit(self._complete, conversation, params)
-            for conversation in conversations
+            self._pool.submit(self._complete, conversation, request_params)
+            for conversation, request_params in zip(conversations, per_request, strict=True)
         ]
         wait_futures(futures)
         errors = [error for f in futures if (error := f.exception()) is not None]

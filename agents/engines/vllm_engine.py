@@ -18,8 +18,8 @@
 * **Vision placeholders** (``<|image_pad|>``, ``<|video_pad|>``) get a logit bias of -100 (vLLM's
   bound), the counterpart of the transformers engine's ``suppress_tokens``: one sampled
   placeholder would break the image-feature count of every later prompt.
-* **Seeds.** Each request gets its own seed (the call's seed + its index), so a call's samples
-  depend neither on batch composition nor on the global RNG state.
+* **Seeds.** Each request gets its own seed (the ``seeds`` given, or the call's seed + its
+  index), so a call's samples depend neither on batch composition nor on the global RNG state.
 
 **Weights.** :meth:`VLLMEngine.update_weights` pushes ``(name, tensor)`` pairs or a state dict
 with the trainer's Hugging Face names (``model.language_model.*``, ``model.visual.*``,
@@ -323,15 +323,21 @@ class VLLMEngine:
     # --- RolloutEngine ------------------------------------------------------------------------
 
     def generate(
-        self, conversations: Sequence[Conversation], params: SamplingParams
+        self,
+        conversations: Sequence[Conversation],
+        params: SamplingParams,
+        seeds: Sequence[int] | None = None,
     ) -> list[Generation]:
         """One completion per conversation, in order.
+
+        Conversation ``i`` samples with ``seeds[i]`` when given, else with ``params.seed + i``.
 
         Wakes the engine first if it sleeps. Log-probs are at ``params.temperature``; for greedy
         decoding (temperature 0) at temperature 1 (``extra["logprob_temperature"]``).
 
         Raises:
-            ValueError: A prompt does not fit ``max_model_len`` or has too many images.
+            ValueError: A prompt does not fit ``max_model_len`` or has too many images, or
+                ``seeds`` does not have one seed per conversation.
             RuntimeError: The weights were discarded by ``sleep(level=2)`` and not pushed since.
         """
         requests = [build_request(self.encoder, c) for c in conversations]
@@ -346,22 +352,26 @@ class VLLMEngine:
                     f"conversation {index}: {len(request.images)} images, more than "
                     f"max_images={self.config.max_images}"
                 )
+        if seeds is not None and len(seeds) != len(requests):
+            raise ValueError(f"{len(seeds)} seeds for {len(requests)} conversations")
         if not requests:
             return []
         temperature = params.temperature if params.temperature > 0 else 1.0
         with self._lock:
             self._ensure_awake()
-            seed = params.seed if params.seed is not None else self._rng.randrange(SEED_MODULUS)
+            if seeds is None:
+                seed = params.seed if params.seed is not None else self._rng.randrange(SEED_MODULUS)
+                seeds = [seed + index for index in range(len(requests))]
             sampling = [
                 self._vllm.SamplingParams(
                     **sampling_kwargs(
                         params,
                         stop_token_ids=self.encoder.stop_token_ids,
                         banned_token_ids=self._banned,
-                        seed=(seed + index) % SEED_MODULUS,
+                        seed=row_seed % SEED_MODULUS,
                     )
                 )
-                for index in range(len(requests))
+                for row_seed in seeds
             ]
             outputs = self.llm.generate([r.to_prompt() for r in requests], sampling, use_tqdm=False)
             version = self.weight_version

@@ -110,8 +110,8 @@ class TrainConfig:
     """Largest pixel count of a resized screenshot (ARPO: 2700*28*28)."""
     seeded_rollouts: bool = False
     """Sample every request with its own seed (from seed, iteration, rank, task, rollout, step):
-    rollouts, and a resumed run, reproduce exactly whatever the env timing, but requests go to
-    the engine one at a time. False: batched calls from a per-iteration engine seed."""
+    rollouts, and a resumed run, reproduce whatever the env timing and batching (up to float
+    rounding between batch shapes). False: one seed per call from a per-iteration engine seed."""
     policy_batch_size: int | None = None
     """Requests per policy call at most (None: every waiting env)."""
     max_sequence_tokens: int = 64000

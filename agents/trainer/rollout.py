@@ -2,10 +2,10 @@
 
 Reproducibility: with ``seeded_rollouts`` each request samples with a seed derived from (run
 seed, iteration, rank, task, rollout, step), so what an episode samples does not depend on
-which env ran it or which requests shared a batch -- a resumed run re-collects the same
-episodes. Without it, each iteration gets a fresh engine seeded from (run seed, iteration,
-rank) and requests are batched, which is faster but leaves the sample-to-seed mapping to the
-envs' timing.
+which env ran it or which requests shared a batch (the engine samples each row from its own
+seed) -- a resumed run re-collects the same episodes. Without it, each iteration gets a fresh
+engine seeded from (run seed, iteration, rank) and each call samples from one seed, which
+leaves the sample-to-seed mapping to the envs' timing.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -76,8 +77,10 @@ class UITARSConfig:
         png_compress_level: zlib level (0-9) when ``image_format="png"``; pixels are the same.
         image_cache_size: Resized past screenshots kept in memory (0: re-encode every call).
         seed: When set, each request samples with its own seed derived from this one and the
-            request's task, rollout and step, for reproducible evaluation; requests are then
-            sent to the engine one at a time. ``None``: one call per batch, unseeded.
+            request's task, rollout and step, for reproducible evaluation: one call per batch
+            with a seed per conversation where the engine's ``generate`` takes ``seeds`` (all
+            of this package's engines), otherwise one call per request. ``None``: one call per
+            batch, unseeded.
         system_text: The system turn.
         prompt_template: The first user turn, with an ``{instruction}`` field.
     """
@@ -256,9 +259,13 @@ class UITARSAgent:
         seeds = [self.request_seed(request) for request in requests]
         if self.config.seed is None:
             generations = list(self.engine.generate(conversations, self.config.sampling))
+        elif _takes_keyword(self.engine.generate, "seeds"):
+            generations = list(
+                self.engine.generate(conversations, self.config.sampling, seeds=seeds)
+            )
         else:
-            # Engines draw one random stream per call; a call per request makes each sample
-            # depend on its own seed only, not on which requests shared its batch.
+            # An engine without per-conversation seeds may draw one random stream per call; a
+            # call per request makes each sample depend on its own seed only.
             generations = []
             for conversation, seed in zip(conversations, seeds, strict=True):
                 params = dataclasses.replace(self.config.sampling, seed=seed)
@@ -270,6 +277,20 @@ class UITARSAgent:
             )
         logger.debug("UI-TARS: %d request(s) answered", len(requests))
         return [_output(g, seed) for g, seed in zip(generations, seeds, strict=True)]
+
+
+def _takes_keyword(function: Any, name: str) -> bool:
+    """Whether ``function`` accepts the keyword argument ``name``."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # some builtins and C callables have no signature
+        return False
+    return any(
+        p.name == name
+        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        or p.kind is p.VAR_KEYWORD
+        for p in parameters
+    )
 
 
 def _response(step: StepRecord) -> tuple[str, tuple[int, ...] | None]:

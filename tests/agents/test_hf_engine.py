@@ -93,6 +93,37 @@ def test_seeded_sampling_is_deterministic_and_private(engine: TransformersEngine
     assert [g.token_ids for g in first] != [g.token_ids for g in other]
 
 
+def test_a_seeded_conversation_samples_the_same_alone_or_batched(
+    engine: TransformersEngine,
+) -> None:
+    params = SamplingParams(temperature=1.0, max_new_tokens=12)
+    seeds = [101, 202, 303]
+    batched = engine.generate(conversations(), params, seeds=seeds)
+    alone = [
+        engine.generate([c], params, seeds=[seed])[0]
+        for c, seed in zip(conversations(), seeds, strict=True)
+    ]
+    assert [g.token_ids for g in batched] == [g.token_ids for g in alone]
+    np.testing.assert_allclose(
+        [lp for g in batched for lp in g.logprobs],
+        [lp for g in alone for lp in g.logprobs],
+        atol=TOLERANCE,
+        rtol=0,
+    )
+    # In another order, with another row beside it, a row still samples from its own seed.
+    swapped = engine.generate(conversations()[::-1], params, seeds=seeds[::-1])
+    assert [g.token_ids for g in swapped[::-1]] == [g.token_ids for g in batched]
+    # Without seeds, conversation i samples with params.seed + i.
+    by_call_seed = engine.generate(conversations(), SamplingParams(max_new_tokens=12, seed=101))
+    assert by_call_seed[0].token_ids == batched[0].token_ids
+    assert (
+        by_call_seed[1].token_ids
+        == engine.generate([conversations()[1]], params, seeds=[102])[0].token_ids
+    )
+    with pytest.raises(ValueError, match="2 seeds for 3 conversations"):
+        engine.generate(conversations(), params, seeds=[1, 2])
+
+
 def test_greedy_is_argmax_and_batch_invariant(engine: TransformersEngine) -> None:
     params = SamplingParams(temperature=0.0, max_new_tokens=6)
     batched = engine.generate(conversations(), params)

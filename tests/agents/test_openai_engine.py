@@ -188,6 +188,15 @@ def test_request_body_and_parsed_answer(server):
     assert generation.extra["attempts"] == 1 and generation.extra["id"] == "chatcmpl-1"
 
 
+def test_per_conversation_seeds(server):
+    server.default = lambda body: ok(completion("Thought: t\nAction: wait()", [-0.5]))
+    with engine_for(server.url) as engine:
+        engine.generate([chat(), chat()], SamplingParams(seed=3), seeds=[11, 12])
+        with pytest.raises(ValueError, match="1 seeds for 2 conversations"):
+            engine.generate([chat(), chat()], SamplingParams(), seeds=[11])
+    assert sorted(request["body"]["seed"] for request in server.received) == [11, 12]
+
+
 def test_optional_fields_are_left_out(server, monkeypatch):
     monkeypatch.setenv("OSWORLD_TEST_API_KEY", "from-env")
     with engine_for(server.url, api_key_env="OSWORLD_TEST_API_KEY") as engine:

@@ -258,12 +258,43 @@ def test_sampling_presets():
     assert engine.calls[0][1] == custom
 
 
+class SeededEngine(ScriptedEngine):
+    """Takes a seed per conversation, as this package's engines do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seeds: list[list[int] | None] = []
+
+    def generate(
+        self,
+        conversations: Sequence[Conversation],
+        params: SamplingParams,
+        seeds: Sequence[int] | None = None,
+    ) -> list[Generation]:
+        self.seeds.append(None if seeds is None else list(seeds))
+        return super().generate(conversations, params)
+
+
+def test_seeded_agent_batches_requests_with_a_seed_each_where_the_engine_takes_seeds():
+    requests = [make_request([], frame(1), env_id=0), make_request(past_steps(1), frame(2))]
+    one_by_one = ScriptedEngine()
+    expected = [o.extra["seed"] for o in UITARSAgent(one_by_one, seed=1234)(requests)]
+    engine = SeededEngine()
+    outputs = UITARSAgent(engine, seed=1234)(requests)
+    assert [len(conversations) for conversations, _ in engine.calls] == [2]  # one call
+    assert engine.seeds == [expected] and [o.extra["seed"] for o in outputs] == expected
+    # The conversations are those the one-request-per-call path sends.
+    assert engine.calls[0][0] == [c for calls, _ in one_by_one.calls for c in calls]
+    UITARSAgent(engine)(requests)  # unseeded: no seeds passed
+    assert engine.seeds[-1] is None
+
+
 def test_seeded_agent_samples_each_request_with_its_own_seed():
     engine = ScriptedEngine()
     agent = UITARSAgent.for_evaluation(engine, seed=1234)
     requests = [make_request([], frame(1), env_id=0), make_request(past_steps(1), frame(2))]
     outputs = agent(requests)
-    assert len(engine.calls) == 2  # one call per request
+    assert len(engine.calls) == 2  # an engine without `seeds`: one call per request
     seeds = [params.seed for _, params in engine.calls]
     assert [len(conversations) for conversations, _ in engine.calls] == [1, 1]
     assert seeds[0] != seeds[1] and all(isinstance(s, int) and s >= 0 for s in seeds)

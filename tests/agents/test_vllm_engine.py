@@ -607,6 +607,12 @@ def test_engine_generate(fake_vllm: FakeVLLM, tiny_dir: Path, encoder: QwenChatE
     assert greedy[0].extra["logprob_temperature"] == 1.0
     assert engine.generate([], SamplingParams()) == []
 
+    # Per-conversation seeds override the call's seed.
+    engine.generate(conversations, SamplingParams(seed=100), seeds=[7, 3])
+    assert [s.kwargs["seed"] for s in llm.sampling[4:]] == [7, 3]
+    with pytest.raises(ValueError, match="1 seeds for 2 conversations"):
+        engine.generate(conversations, SamplingParams(), seeds=[7])
+
 
 def test_engine_rejects_prompts_vllm_cannot_take(
     fake_vllm: FakeVLLM, tiny_dir: Path, encoder: QwenChatEncoder
