@@ -45,7 +45,7 @@ SELECTION_RULE = SelectionRule(require_success=True, max_rate=0.99)
 which give GRPO no signal."""
 
 
-def warm_start_config(out: Path, seed: int, iterations: int) -> TrainConfig:
+def warm_start_config(out: Path, seed: int, iterations: int, num_envs: int) -> TrainConfig:
     """SFT on the oracle's demonstrations: every task once per iteration, 20 epochs over them.
 
     On 2 cores 5 iterations (200 optimizer steps) take about 3 minutes and reach roughly 40% of
@@ -56,6 +56,7 @@ def warm_start_config(out: Path, seed: int, iterations: int) -> TrainConfig:
         algo="sft",
         demo_policy=ORACLE,
         output_dir=str(out / "warm-start"),
+        num_envs=num_envs,
         seed=seed,
         iterations=iterations,
         rollouts_per_task=1,
@@ -81,12 +82,14 @@ def rl_config(
         output_dir=str(Path(args.output_dir) / args.algo),
         seed=args.seed,
         task_selection=str(selection),
+        num_envs=args.num_envs,
         tasks_per_iteration=min(args.tasks_per_iteration, len(selected)),
         rollouts_per_task=args.rollouts_per_task,
         eval_rollouts=args.eval_rollouts,
         iterations=args.iterations,
         lr=args.lr,
         ppo_epochs=args.ppo_epochs,
+        optimizer_steps_per_iteration=args.optimizer_steps,
         loss_agg_mode=args.loss_agg_mode,
         eval_every=args.eval_every,
         eval_before_train=True,
@@ -96,10 +99,14 @@ def rl_config(
     )
 
 
-def selection_config(out: Path, model: Path, seed: int) -> TrainConfig:
+def selection_config(out: Path, model: Path, seed: int, num_envs: int) -> TrainConfig:
     """The baseline pass: the base model on every task of the suite, as rollouts sample it."""
     return dataclasses.replace(
-        PRESETS["cpu"], model=str(model), output_dir=str(out / "baseline"), seed=seed
+        PRESETS["cpu"],
+        model=str(model),
+        output_dir=str(out / "baseline"),
+        seed=seed,
+        num_envs=num_envs,
     )
 
 
@@ -122,7 +129,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from osworld_agents.trainer.train import main as train
 
     out = Path(args.output_dir)
-    warm = warm_start_config(out, args.seed, args.warm_start_iterations)
+    warm = warm_start_config(out, args.seed, args.warm_start_iterations, args.num_envs)
     base = resolve_resume("auto", Path(warm.output_dir) / "checkpoints")
     if base is None:
         logger.info("warm start: SFT on the oracle's demonstrations -> %s", warm.output_dir)
@@ -138,7 +145,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         from osworld_agents.trainer.baseline import run_selection
 
         run_selection(
-            selection_config(out, base / "model", args.seed),
+            selection_config(out, base / "model", args.seed, args.num_envs),
             rollouts=args.baseline_rollouts,
             rule=SELECTION_RULE,
             output=selection,
@@ -172,14 +179,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--baseline-rollouts", type=int, default=8)
     parser.add_argument("--tasks-per-iteration", type=int, default=9)
     parser.add_argument("--rollouts-per-task", type=int, default=8)
-    parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--lr", type=float, default=4e-4)
     parser.add_argument("--ppo-epochs", type=int, default=2)
+    parser.add_argument(
+        "--optimizer-steps", type=int, default=PRESETS["cpu"].optimizer_steps_per_iteration
+    )
     parser.add_argument(
         "--loss-agg-mode", choices=["seq-mean-token-mean", "token-mean"], default="token-mean"
     )
     parser.add_argument("--eval-every", type=int, default=5)
-    parser.add_argument("--eval-rollouts", type=int, default=4)
+    parser.add_argument("--eval-rollouts", type=int, default=8)
+    parser.add_argument(
+        "--num-envs",
+        type=int,
+        default=16,
+        help="local desktops (more than the 2 cores: an episode mostly waits for its screen)",
+    )
     parser.add_argument("--no-progress", action="store_true")
     return parser.parse_args(argv)
 
