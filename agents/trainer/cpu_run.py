@@ -16,8 +16,11 @@
    (``--tasks-per-iteration`` of them per iteration, in shuffled epochs), evaluated before the
    first update and every ``--eval-every`` iterations on those tasks (temperature 0.6, fixed
    seeds).
-4. **Report.** The success rate before and after, and the curve, printed and written to
-   ``<output>/<algo>/summary.json``.
+4. **Report.** The success rate before and after, the curve, each task's rate before and after,
+   and the wall time, printed and written to ``<output>/<algo>/summary.json``.
+
+Every phase runs its episodes on ``--num-envs`` local desktops (16: an episode spends most of
+its time waiting for the screen to settle, so more desktops than cores keep the policy busy).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import dataclasses
 import json
 import logging
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +38,7 @@ from typing import Any
 from osworld_agents.arpo import SelectionRule, load_selection
 from osworld_agents.trainer.checkpoint import resolve_resume
 from osworld_agents.trainer.config import PRESETS, TrainConfig
+from osworld_agents.trainer.evaluation import TASK_SUCCESS_PREFIX
 
 logger = logging.getLogger(__name__)
 
@@ -110,24 +115,33 @@ def selection_config(out: Path, model: Path, seed: int, num_envs: int) -> TrainC
     )
 
 
-def eval_curve(metrics_file: Path) -> list[dict[str, float]]:
+def eval_curve(metrics_file: Path) -> list[dict[str, Any]]:
     """Success rate per evaluated step over the whole run, resumed parts included.
 
     ``metrics.jsonl`` is appended to by every (resumed) process; a step written twice (redone
-    after a kill) counts with its latest value.
+    after a kill) counts with its latest value. Each point also has ``per_task``: every task's
+    success rate at that step.
     """
-    latest: dict[int, float] = {}
+    latest: dict[int, dict[str, Any]] = {}
     for line in metrics_file.read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
         if "eval/success_rate" in record:
-            latest[int(record["step"])] = float(record["eval/success_rate"])
-    return [{"step": step, "success_rate": rate} for step, rate in sorted(latest.items())]
+            latest[int(record["step"])] = {
+                "success_rate": float(record["eval/success_rate"]),
+                "per_task": {
+                    key[len(TASK_SUCCESS_PREFIX) :]: float(value)
+                    for key, value in sorted(record.items())
+                    if key.startswith(TASK_SUCCESS_PREFIX)
+                },
+            }
+    return [{"step": step, **point} for step, point in sorted(latest.items())]
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Warm start (or reuse it), then RL; returns the summary it also writes."""
     from osworld_agents.trainer.train import main as train
 
+    started = time.monotonic()
     out = Path(args.output_dir)
     warm = warm_start_config(out, args.seed, args.warm_start_iterations, args.num_envs)
     base = resolve_resume("auto", Path(warm.output_dir) / "checkpoints")
@@ -163,6 +177,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "before": curve[0]["success_rate"] if curve else None,
         "after": curve[-1]["success_rate"] if curve else None,
         "curve": curve,
+        "seconds": time.monotonic() - started,
         "config": config.to_dict(),
     }
     Path(config.output_dir, "summary.json").write_text(json.dumps(summary, indent=2))
@@ -208,11 +223,16 @@ def cli(argv: Sequence[str] | None = None) -> int:
     )
     summary = run(args)
     curve = ", ".join(f"{p['step']}: {p['success_rate']:.3f}" for p in summary["curve"])
-    sys.stdout.write(
+    lines = [
         f"{summary['algo']}: success rate on the training tasks (temperature 0.6, fixed seeds) "
-        f"before {summary['before']:.3f}, after {summary['after']:.3f}\ncurve (iteration: "
-        f"success) {curve}\n"
-    )
+        f"before {summary['before']:.3f}, after {summary['after']:.3f} "
+        f"({summary['seconds'] / 60:.1f} min)",
+        f"curve (iteration: success) {curve}",
+    ]
+    if summary["curve"]:
+        first, last = summary["curve"][0]["per_task"], summary["curve"][-1]["per_task"]
+        lines += [f"  {task}: {first[task]:.2f} -> {last.get(task, 0.0):.2f}" for task in first]
+    sys.stdout.write("\n".join(lines) + "\n")
     return 0
 
 

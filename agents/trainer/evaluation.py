@@ -20,7 +20,10 @@ from osworld_gym.pool import EnvPool
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["evaluate"]
+__all__ = ["TASK_SUCCESS_PREFIX", "evaluate"]
+
+TASK_SUCCESS_PREFIX = "eval/task_success/"
+"""Metric-name prefix of one task's evaluation success rate."""
 
 
 def evaluate(
@@ -43,7 +46,8 @@ def evaluate(
 
     Returns:
         ``eval/score_mean``, ``eval/success_rate``, ``eval/parse_error_rate`` over scored
-        episodes, and ``eval/unscored_frac``: episodes that faults kept from being scored.
+        episodes, ``eval/unscored_frac``: episodes that faults kept from being scored, and
+        ``eval/task_success/<task id>``: each task's success rate.
     """
     local = shard(tasks, ctx)
     sums = MetricSums()
@@ -71,7 +75,9 @@ def evaluate(
                 continue
             score = float(trajectory.score or 0.0)
             sums.add("eval/score_mean", score)
-            sums.add("eval/success_rate", float(score > config.success_threshold))
+            success = float(score > config.success_threshold)
+            sums.add("eval/success_rate", success)
+            sums.add(f"{TASK_SUCCESS_PREFIX}{trajectory.task_id}", success)
             steps = trajectory.steps
             errors = sum(s.parse_error is not None for s in steps)
             sums.add("eval/parse_error_rate", errors / max(len(steps), 1), weight=len(steps))

@@ -1,6 +1,6 @@
 """``osworld-arpo-cpu`` end to end, shortened: warm start, selection, RL, summary (slow: ~5 min).
 
-The full run (5 warm-start iterations, a baseline pass of 8 rollouts per task, 20 RL
+The full run (5 warm-start iterations, a baseline pass of 8 rollouts per task, 30 RL
 iterations) is the CPU preset's learning check; this test runs the default warm start (so the
 baseline pass finds tasks to select), a 2-rollout baseline pass and one RL iteration through
 the real command path on real desktops.
@@ -27,7 +27,7 @@ def test_warm_start_then_rl_prints_before_and_after(tmp_path: Path) -> None:
     command = [
         sys.executable, "-m", "osworld_agents.trainer.cpu_run", "--output-dir", str(out),
         "--baseline-rollouts", "2", "--iterations", "1", "--eval-every", "1",
-        "--rollouts-per-task", "2", "--eval-rollouts", "1", "--no-progress",
+        "--rollouts-per-task", "2", "--eval-rollouts", "1", "--num-envs", "4", "--no-progress",
     ]  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
@@ -36,6 +36,10 @@ def test_warm_start_then_rl_prints_before_and_after(tmp_path: Path) -> None:
     summary = json.loads((out / "arpo" / "summary.json").read_text())
     assert [p["step"] for p in summary["curve"]] == [0, 1]
     assert 0.0 <= summary["before"] <= 1.0 and 0.0 <= summary["after"] <= 1.0
+    assert set(summary["curve"][0]["per_task"]) == set(summary["training_tasks"])
+    assert summary["seconds"] > 0
+    for task in summary["training_tasks"]:
+        assert f"  {task}: " in done.stdout  # the per-task before -> after lines
     assert (out / "warm-start" / "checkpoints" / "latest").is_file()
     selection = json.loads((out / "selection.json").read_text())
     assert summary["training_tasks"] == selection["selected"] != []

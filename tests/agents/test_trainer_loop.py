@@ -19,6 +19,7 @@ pytest.importorskip("transformers")
 
 import torch  # noqa: E402
 from osworld_agents.trainer import PRESETS, TrainConfig  # noqa: E402
+from osworld_agents.trainer.evaluation import TASK_SUCCESS_PREFIX  # noqa: E402
 from osworld_agents.trainer.train import cli, main  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 from test_trainer_support import tiny_model_dir  # noqa: E402
@@ -131,6 +132,9 @@ def test_sft_on_demonstrations_learns_them(tiny_dir: Path, tmp_path: Path) -> No
     # The model now answers like the demonstrator: every evaluation episode finishes.
     assert result.history[-1]["eval/success_rate"] == 1.0
     assert result.history[-1]["eval/parse_error_rate"] == 0.0
+    assert {k: v for k, v in result.history[-1].items() if k.startswith(TASK_SUCCESS_PREFIX)} == {
+        f"{TASK_SUCCESS_PREFIX}{task}": 1.0 for task in TASKS
+    }
 
 
 def cli_args(tiny_dir: Path, output: Path) -> list[str]:
