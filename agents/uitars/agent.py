@@ -280,16 +280,19 @@ class UITARSAgent:
 
 
 def _takes_keyword(function: Any, name: str) -> bool:
-    """Whether ``function`` accepts the keyword argument ``name``."""
+    """Whether ``function`` names the keyword parameter ``name``.
+
+    ``**kwargs`` does not count: a wrapper that swallowed ``seeds`` would silently make samples
+    depend on their batch.
+    """
     try:
-        parameters = inspect.signature(function).parameters.values()
+        parameters = inspect.signature(function).parameters
     except (TypeError, ValueError):  # some builtins and C callables have no signature
         return False
-    return any(
-        p.name == name
-        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-        or p.kind is p.VAR_KEYWORD
-        for p in parameters
+    parameter = parameters.get(name)
+    return parameter is not None and parameter.kind in (
+        parameter.POSITIONAL_OR_KEYWORD,
+        parameter.KEYWORD_ONLY,
     )
 
 

@@ -19,7 +19,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-pytestmark = [pytest.mark.desktop, pytest.mark.slow]
+# Two subprocess runs of the command (about 5 min on a quiet host), more than the default limit.
+pytestmark = [pytest.mark.desktop, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 def test_warm_start_then_rl_prints_before_and_after(tmp_path: Path) -> None:

@@ -288,6 +288,14 @@ def test_seeded_agent_batches_requests_with_a_seed_each_where_the_engine_takes_s
     UITARSAgent(engine)(requests)  # unseeded: no seeds passed
     assert engine.seeds[-1] is None
 
+    class Wrapper(ScriptedEngine):  # forwards **kwargs: not trusted to honour seeds
+        def generate(self, conversations, params, **kwargs):
+            return super().generate(conversations, params)
+
+    wrapped = Wrapper()
+    UITARSAgent(wrapped, seed=1234)(requests)
+    assert [len(conversations) for conversations, _ in wrapped.calls] == [1, 1]
+
 
 def test_seeded_agent_samples_each_request_with_its_own_seed():
     engine = ScriptedEngine()
