@@ -31,7 +31,6 @@ start_session_bus() {  # a session bus with the AT-SPI launcher
     # Before any app: Qt apps only export their tree if the bus already runs.
     (/usr/libexec/at-spi-bus-launcher --launch-immediately &)
   fi
-  start_window_manager
 }
 
 start_window_manager() {
