@@ -7,7 +7,7 @@ import logging
 import time
 
 import pytest
-from desktop_helpers import run_episode
+from desktop_helpers import run_episode, wait_until
 
 from osworld_gym.actions import Done
 from osworld_gym.commands.oracles.desktop_basics_system import ORACLES as SYSTEM_ORACLES
@@ -36,11 +36,8 @@ def live_processes(client: GuestClient) -> list[str]:
     return [row.split(None, 1)[1] for row in rows if not row.lstrip().startswith("Z")]
 
 
-def wait_for_process(client: GuestClient, name: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while name not in live_processes(client):
-        assert time.monotonic() < deadline, f"{name} did not start"
-        time.sleep(0.1)
+def wait_for_process(client: GuestClient, name: str) -> None:
+    wait_until(lambda: name in live_processes(client), interval=0.1, message=f"{name} to start")
 
 
 def test_session_reset_keeps_the_container_and_guest(desktop: DockerDesktop) -> None:
