@@ -12,10 +12,12 @@
 2. **Task selection.** ARPO's baseline pass: ``--baseline-rollouts`` episodes of every task with
    the base model at the rollout temperature; the training tasks are those it solved at least
    once but not every time (``<output>/selection.json``, reused like the warm start).
-3. **RL.** The chosen algorithm from the warm start's weights on the selected tasks
-   (``--tasks-per-iteration`` of them per iteration, in shuffled epochs), evaluated before the
-   first update and every ``--eval-every`` iterations on those tasks (temperature 0.6, fixed
-   seeds).
+3. **RL.** The chosen algorithm from the warm start's weights on the selected tasks, evaluated
+   before the first update and every ``--eval-every`` iterations on those tasks (temperature
+   0.6, fixed seeds). Every iteration samples ``--rollouts-per-task`` (4) episodes of every
+   selected task: the tasks share one tiny model, and an update made from a subset of them
+   (the ARPO paper's way, ``--tasks-per-iteration N``) also moves the answers of the tasks
+   left out of it (see the README for the measured curves of both).
 4. **Report.** The success rate before and after, the curve, each task's rate before and after,
    and the wall time, printed and written to ``<output>/<algo>/summary.json``.
 
@@ -53,8 +55,9 @@ which give GRPO no signal."""
 def warm_start_config(out: Path, seed: int, iterations: int, num_envs: int) -> TrainConfig:
     """SFT on the oracle's demonstrations: every task once per iteration, 20 epochs over them.
 
-    On 2 cores 5 iterations (200 optimizer steps) take about 3 minutes and reach roughly 40% of
-    the tasks at temperature 0.6.
+    On 2 cores 5 iterations (200 optimizer steps) take about 2.6 minutes. The result solves some
+    tasks, not all: the baseline pass (temperature 1.0) measured 33% and 44% of the 22 tasks with
+    seeds 1 and 2.
     """
     return dataclasses.replace(
         PRESETS["cpu"],
@@ -88,7 +91,7 @@ def rl_config(
         seed=args.seed,
         task_selection=str(selection),
         num_envs=args.num_envs,
-        tasks_per_iteration=min(args.tasks_per_iteration, len(selected)),
+        tasks_per_iteration=min(args.tasks_per_iteration or len(selected), len(selected)),
         rollouts_per_task=args.rollouts_per_task,
         eval_rollouts=args.eval_rollouts,
         iterations=args.iterations,
@@ -192,8 +195,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--warm-start-iterations", type=int, default=5)
     parser.add_argument("--baseline-rollouts", type=int, default=8)
-    parser.add_argument("--tasks-per-iteration", type=int, default=9)
-    parser.add_argument("--rollouts-per-task", type=int, default=8)
+    parser.add_argument(
+        "--tasks-per-iteration",
+        type=int,
+        default=0,
+        help="0 (default): every selected task in every iteration",
+    )
+    parser.add_argument("--rollouts-per-task", type=int, default=4)
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--lr", type=float, default=4e-4)
     parser.add_argument("--ppo-epochs", type=int, default=2)
@@ -203,7 +211,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--loss-agg-mode", choices=["seq-mean-token-mean", "token-mean"], default="token-mean"
     )
-    parser.add_argument("--eval-every", type=int, default=5)
+    parser.add_argument("--eval-every", type=int, default=10)
     parser.add_argument("--eval-rollouts", type=int, default=8)
     parser.add_argument(
         "--num-envs",

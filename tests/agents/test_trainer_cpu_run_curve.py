@@ -1,4 +1,4 @@
-"""The CPU preset's summary curve: every evaluation of a run, resumed parts included."""
+"""The CPU preset's summary curve (every evaluation, resumed parts included) and its RL batch."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from osworld_agents.trainer.cpu_run import eval_curve  # noqa: E402
+from osworld_agents.trainer.cpu_run import eval_curve, parse_args, rl_config  # noqa: E402
 
 
 def test_curve_spans_resumed_runs_and_keeps_the_latest_value(tmp_path: Path) -> None:
@@ -28,3 +28,20 @@ def test_curve_spans_resumed_runs_and_keeps_the_latest_value(tmp_path: Path) -> 
         {"step": 5, "success_rate": 0.55, "per_task": {"click-colour-01": 0.75}},
         {"step": 10, "success_rate": 0.6, "per_task": {"click-colour-01": 1.0}},
     ]
+
+
+SELECTED = [f"click-colour-{i:02d}" for i in range(1, 18)]
+
+
+def test_rl_batch_defaults_to_every_selected_task() -> None:
+    config = rl_config(parse_args([]), Path("model"), Path("selection.json"), SELECTED)
+    assert (config.tasks_per_iteration, config.rollouts_per_task) == (17, 4)
+    assert config.task_selection == "selection.json" and config.model == "model"
+
+
+def test_rl_batch_takes_a_subset_of_tasks_when_asked() -> None:
+    args = parse_args(["--tasks-per-iteration", "9", "--rollouts-per-task", "8"])
+    config = rl_config(args, Path("model"), Path("selection.json"), SELECTED)
+    assert (config.tasks_per_iteration, config.rollouts_per_task) == (9, 8)
+    many = rl_config(parse_args(["--tasks-per-iteration", "40"]), Path("m"), Path("s"), SELECTED)
+    assert many.tasks_per_iteration == 17  # never more than were selected
