@@ -79,6 +79,15 @@ class TinyQwenSize:
     max_pixels: int = 28 * 28 * 16384
     rope_theta: float = 10000.0
 
+    def __post_init__(self) -> None:
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"hidden_size {self.hidden_size} must divide by num_attention_heads "
+                f"{self.num_attention_heads}"
+            )
+        if (self.hidden_size // self.num_attention_heads) % 8:
+            raise ValueError("hidden_size / num_attention_heads must be a multiple of 8 (M-RoPE)")
+
     def mrope_section(self) -> list[int]:
         """M-RoPE's (temporal, height, width) split of half the head dimension.
 
@@ -94,8 +103,6 @@ class TinyQwenSize:
 def _model_config(size: TinyQwenSize, tokenizer):  # noqa: ANN001, ANN202 - lazy imports
     from transformers import Qwen2_5_VLConfig
 
-    if (size.hidden_size // size.num_attention_heads) % 8:
-        raise ValueError("hidden_size / num_attention_heads must be a multiple of 8 (M-RoPE)")
     ids = {token: tokenizer.convert_tokens_to_ids(token) for token in qwen_vocab.SPECIAL_TOKENS}
     text_config = {
         "vocab_size": len(tokenizer),

@@ -52,7 +52,9 @@ SELECTION_RULE = SelectionRule(require_success=True, max_rate=0.99)
 which give GRPO no signal."""
 
 
-def warm_start_config(out: Path, seed: int, iterations: int, num_envs: int) -> TrainConfig:
+def warm_start_config(
+    out: Path, seed: int, iterations: int, num_envs: int, width: int = 64
+) -> TrainConfig:
     """SFT on the oracle's demonstrations: every task once per iteration, 20 epochs over them.
 
     On 2 cores 5 iterations (200 optimizer steps) take about 2.6 minutes. The result solves some
@@ -64,6 +66,7 @@ def warm_start_config(out: Path, seed: int, iterations: int, num_envs: int) -> T
         algo="sft",
         demo_policy=ORACLE,
         output_dir=str(out / "warm-start"),
+        tiny_hidden_size=width,
         num_envs=num_envs,
         seed=seed,
         iterations=iterations,
@@ -77,6 +80,27 @@ def warm_start_config(out: Path, seed: int, iterations: int, num_envs: int) -> T
         keep_checkpoints=1,
         progress=False,
     )
+
+
+WARM_START_SETTINGS = ("seed", "iterations", "tiny_hidden_size", "lr", "sft_epochs")
+"""What makes two warm starts different models (checked before one is reused)."""
+
+
+def check_reusable(checkpoint: Path, wanted: TrainConfig) -> None:
+    """Refuse to reuse a warm start made with other settings than ``wanted``.
+
+    Raises:
+        ValueError: A setting differs; the message names it and the folder.
+    """
+    saved = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))
+    saved.setdefault("tiny_hidden_size", 64)  # written before the width was a setting
+    for name in WARM_START_SETTINGS:
+        if saved.get(name) != getattr(wanted, name):
+            raise ValueError(
+                f"the warm start in {checkpoint.parent.parent} was made with {name}="
+                f"{saved.get(name)!r}, this run asks for {getattr(wanted, name)!r}: "
+                "pass another --output-dir (or remove that folder)"
+            )
 
 
 def rl_config(
@@ -93,6 +117,7 @@ def rl_config(
         num_envs=args.num_envs,
         tasks_per_iteration=min(args.tasks_per_iteration or len(selected), len(selected)),
         rollouts_per_task=args.rollouts_per_task,
+        dart_rollouts=tuple(args.dart_rollouts) if args.dart_rollouts else None,
         eval_rollouts=args.eval_rollouts,
         iterations=args.iterations,
         lr=args.lr,
@@ -146,8 +171,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     started = time.monotonic()
     out = Path(args.output_dir)
-    warm = warm_start_config(out, args.seed, args.warm_start_iterations, args.num_envs)
+    warm = warm_start_config(
+        out, args.seed, args.warm_start_iterations, args.num_envs, args.model_width
+    )
     base = resolve_resume("auto", Path(warm.output_dir) / "checkpoints")
+    if base is not None:
+        check_reusable(base, warm)
     if base is None:
         logger.info("warm start: SFT on the oracle's demonstrations -> %s", warm.output_dir)
         train(warm)
@@ -193,6 +222,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--algo", choices=["arpo", "grpo", "rs-sft"], default="arpo")
     parser.add_argument("--output-dir", default="runs/arpo-cpu")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--model-width",
+        type=int,
+        default=64,
+        help="decoder width of the tiny model (a multiple of 32; its MLP is twice as wide)",
+    )
     parser.add_argument("--warm-start-iterations", type=int, default=5)
     parser.add_argument("--baseline-rollouts", type=int, default=8)
     parser.add_argument(
@@ -202,6 +237,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="0 (default): every selected task in every iteration",
     )
     parser.add_argument("--rollouts-per-task", type=int, default=4)
+    parser.add_argument(
+        "--dart-rollouts",
+        type=int,
+        nargs=2,
+        metavar=("MIN", "MAX"),
+        default=None,
+        help="DART's dynamic rollout count: from MIN (solved every time) to MAX (never solved), "
+        "by each task's latest success rate (the baseline pass's to begin with)",
+    )
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--lr", type=float, default=4e-4)
     parser.add_argument("--ppo-epochs", type=int, default=2)

@@ -1,4 +1,4 @@
-"""The CPU preset's summary curve (every evaluation, resumed parts included) and its RL batch."""
+"""The CPU preset command: its summary curve (resumed parts included), RL batch and warm start."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ import pytest
 
 pytest.importorskip("torch")
 
-from osworld_agents.trainer.cpu_run import eval_curve, parse_args, rl_config  # noqa: E402
+from osworld_agents.trainer.cpu_run import (  # noqa: E402
+    check_reusable,
+    eval_curve,
+    parse_args,
+    rl_config,
+    warm_start_config,
+)
 
 
 def test_curve_spans_resumed_runs_and_keeps_the_latest_value(tmp_path: Path) -> None:
@@ -45,3 +51,28 @@ def test_rl_batch_takes_a_subset_of_tasks_when_asked() -> None:
     assert (config.tasks_per_iteration, config.rollouts_per_task) == (9, 8)
     many = rl_config(parse_args(["--tasks-per-iteration", "40"]), Path("m"), Path("s"), SELECTED)
     assert many.tasks_per_iteration == 17  # never more than were selected
+
+
+def test_dart_rollouts_are_off_unless_asked() -> None:
+    assert rl_config(parse_args([]), Path("m"), Path("s"), SELECTED).dart_rollouts is None
+    args = parse_args(["--dart-rollouts", "2", "6"])
+    assert rl_config(args, Path("m"), Path("s"), SELECTED).dart_rollouts == (2, 6)
+    with pytest.raises(ValueError, match="dart_rollouts"):
+        rl_config(parse_args(["--dart-rollouts", "6", "2"]), Path("m"), Path("s"), SELECTED)
+
+
+def test_a_warm_start_is_reused_only_with_the_same_settings(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "warm-start" / "checkpoints" / "ckpt-4"
+    checkpoint.mkdir(parents=True)
+    made = warm_start_config(tmp_path, seed=2, iterations=5, num_envs=16, width=96)
+    assert made.tiny_hidden_size == 96 and made.model == "tiny"
+    (checkpoint / "config.json").write_text(json.dumps(made.to_dict()))
+    check_reusable(checkpoint, warm_start_config(tmp_path, 2, 5, num_envs=4, width=96))
+    with pytest.raises(ValueError, match="tiny_hidden_size=96, this run asks for 64"):
+        check_reusable(checkpoint, warm_start_config(tmp_path, 2, 5, 16))
+    with pytest.raises(ValueError, match="seed=2"):
+        check_reusable(checkpoint, warm_start_config(tmp_path, 3, 5, 16, width=96))
+    # a warm start saved before the width was a setting was made at the default, 64
+    old = {k: v for k, v in made.to_dict().items() if k != "tiny_hidden_size"}
+    (checkpoint / "config.json").write_text(json.dumps(old))
+    check_reusable(checkpoint, warm_start_config(tmp_path, 2, 5, 16))

@@ -411,6 +411,25 @@ def test_presets_and_command_line() -> None:
         dataclasses.replace(paper, ppo_epochs=0)
 
 
+def test_tiny_model_width_is_configurable(tmp_path: Path) -> None:
+    from osworld_agents.trainer.components import load_policy
+
+    config = dataclasses.replace(
+        PRESETS["cpu"], output_dir=str(tmp_path), tiny_hidden_size=96, device="cpu"
+    )
+    policy = load_policy(config, None, SOLO)
+    text = policy.model.config.text_config
+    assert (text.hidden_size, text.intermediate_size) == (96, 192)
+    assert policy.model.config.vision_config.out_hidden_size == 96
+    assert (tmp_path / "tiny-model" / "config.json").is_file()
+    with pytest.raises(ValueError, match="multiple of 8"):
+        dataclasses.replace(PRESETS["cpu"], tiny_hidden_size=48)  # head dimension 12
+    with pytest.raises(ValueError, match="divide"):
+        dataclasses.replace(PRESETS["cpu"], tiny_hidden_size=66)
+    # only the model 'tiny' is built from the width
+    assert dataclasses.replace(PRESETS["paper"], tiny_hidden_size=48).tiny_hidden_size == 48
+
+
 def test_the_optimizer_is_adamw_or_sgd(policy: PolicyModel) -> None:
     from osworld_agents.trainer.components import make_optimizer
 
