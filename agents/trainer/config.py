@@ -56,7 +56,7 @@ class TrainConfig:
     output dir). A warm start passes the model folder of an sft run's checkpoint."""
     tiny_hidden_size: int = 64
     """Decoder width of the model 'tiny' builds, a multiple of 32 (its MLP is twice as wide;
-    64 gives ~200k parameters, 96 ~400k). Ignored for any other model."""
+    64 gives 223k parameters, 96 353k). Ignored for any other model."""
     dtype: str = "bfloat16"
     """Weights dtype (ARPO: bf16, AdamW states in bf16 as well)."""
     device: str = "auto"
