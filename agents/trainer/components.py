@@ -46,7 +46,9 @@ def load_policy(config: TrainConfig, resume_from: Path | None, ctx: DistContext)
         source = Path(config.output_dir) / "tiny-model"
         if ctx.is_main and not (source / "config.json").is_file():
             width = config.tiny_hidden_size
-            build_tiny_qwen(source, seed=config.seed, hidden_size=width, intermediate_size=2 * width)
+            build_tiny_qwen(
+                source, seed=config.seed, hidden_size=width, intermediate_size=2 * width
+            )
         barrier(ctx)
     else:
         source = config.model

@@ -175,14 +175,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         out, args.seed, args.warm_start_iterations, args.num_envs, args.model_width
     )
     base = resolve_resume("auto", Path(warm.output_dir) / "checkpoints")
-    if base is not None:
-        check_reusable(base, warm)
     if base is None:
         logger.info("warm start: SFT on the oracle's demonstrations -> %s", warm.output_dir)
         train(warm)
         base = resolve_resume("auto", Path(warm.output_dir) / "checkpoints")
         assert base is not None
     else:
+        check_reusable(base, warm)
         logger.info("reusing the warm start at %s", base)
     selection = out / "selection.json"
     if selection.is_file():
