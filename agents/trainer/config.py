@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from osworld_agents.models.tiny_qwen import TinyQwenSize
+
 from osworld_gym.errors import DependencyNotInstalled
 
 __all__ = ["PRESETS", "AggMode", "Algo", "TrainConfig", "parse_config"]
@@ -54,7 +56,7 @@ class TrainConfig:
     model: str = "ByteDance-Seed/UI-TARS-1.5-7B"
     """Model folder or hub id; 'tiny' builds the ~200k-parameter Qwen2.5-VL offline (into the
     output dir). A warm start passes the model folder of an sft run's checkpoint."""
-    tiny_hidden_size: int = 64
+    tiny_hidden_size: int = TinyQwenSize.hidden_size
     """Decoder width of the model 'tiny' builds, a multiple of 32 (its MLP is twice as wide;
     64 gives 223k parameters, 96 353k). Ignored for any other model."""
     dtype: str = "bfloat16"
@@ -215,8 +217,6 @@ class TrainConfig:
         if self.rollouts_per_task < 1 or self.tasks_per_iteration < 1 or self.num_envs < 1:
             raise ValueError("rollouts_per_task, tasks_per_iteration and num_envs must be >= 1")
         if self.model == "tiny":  # fail here, not after the desktops have started
-            from osworld_agents.models.tiny_qwen import TinyQwenSize
-
             TinyQwenSize(hidden_size=self.tiny_hidden_size)
         if self.optimizer_steps_per_iteration < 1 or self.micro_batch_size < 1:
             raise ValueError("optimizer_steps_per_iteration and micro_batch_size must be >= 1")

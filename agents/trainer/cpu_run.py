@@ -53,7 +53,11 @@ which give GRPO no signal."""
 
 
 def warm_start_config(
-    out: Path, seed: int, iterations: int, num_envs: int, width: int = 64
+    out: Path,
+    seed: int,
+    iterations: int,
+    num_envs: int,
+    width: int = PRESETS["cpu"].tiny_hidden_size,
 ) -> TrainConfig:
     """SFT on the oracle's demonstrations: every task once per iteration, 20 epochs over them.
 
@@ -93,7 +97,8 @@ def check_reusable(checkpoint: Path, wanted: TrainConfig) -> None:
         ValueError: A setting differs; the message names it and the folder.
     """
     saved = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))
-    saved.setdefault("tiny_hidden_size", 64)  # written before the width was a setting
+    # written before the width was a setting: made at the default width
+    saved.setdefault("tiny_hidden_size", TrainConfig.tiny_hidden_size)
     for name in WARM_START_SETTINGS:
         if saved.get(name) != getattr(wanted, name):
             raise ValueError(
@@ -224,7 +229,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--model-width",
         type=int,
-        default=64,
+        default=PRESETS["cpu"].tiny_hidden_size,
         help="decoder width of the tiny model (a multiple of 32; its MLP is twice as wide)",
     )
     parser.add_argument("--warm-start-iterations", type=int, default=5)
