@@ -253,6 +253,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
                 screen_size=self.config.screen_size,
                 client_password=self.config.client_password,
                 open_timeout=self.config.open_file_timeout,
+                services=self._desktop.service_urls,
             )
         )
 
@@ -349,6 +350,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
             task_id=task.id,
             cache=self.cache,
             scratch=self._fresh_eval_dir(),
+            services=self._desktop.service_urls,
         )
         return self.evaluator.evaluate(
             task.evaluator,

@@ -74,6 +74,8 @@ class SetupContext:
         open_timeout: Seconds an ``open`` step waits for the file's window.
         until_timeout: Seconds an ``execute`` step with ``until`` keeps retrying.
         max_sleep: Cap on a ``sleep`` step's seconds.
+        services: Where the host reaches the desktop's OSWorld services (``"cdp"``: Chrome
+            DevTools, ``"vlc"``: VLC's HTTP interface), as ``http://host:port`` by name.
     """
 
     client: GuestClient
@@ -86,6 +88,7 @@ class SetupContext:
     open_timeout: float = 60.0
     until_timeout: float = 60.0
     max_sleep: float = 60.0
+    services: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass

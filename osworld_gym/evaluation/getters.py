@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +35,15 @@ class EvalContext:
         scratch: A folder of this evaluation alone for files fetched from the desktop; None
             puts them in the task cache, which envs scoring the same task at once share (and
             would overwrite each other's files in).
+        services: Where the host reaches the desktop's OSWorld services (``"cdp"``: Chrome
+            DevTools, ``"vlc"``: VLC's HTTP interface), as ``http://host:port`` by name.
     """
 
     client: GuestClient
     task_id: str
     cache: AssetCache
     scratch: Path | None = None
+    services: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def fetch_dir(self) -> Path:

@@ -12,9 +12,11 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from osworld_gym.errors import DesktopDiedError, ProviderError
 from osworld_gym.guest.client import ClientConfig, GuestClient
+from osworld_gym.providers.services import OSWORLD_SERVICE_PORTS, service_urls
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +61,16 @@ class Desktop(ABC):
     def client_config(self) -> ClientConfig:
         """Client settings for this desktop."""
         return ClientConfig()
+
+    @property
+    def service_urls(self) -> dict[str, str]:
+        """Where the host reaches the desktop's OSWorld services, by name (``"cdp"``, ``"vlc"``).
+
+        The default is OSWorld's own: the guest's host at the fixed ports (9222, 8080), as on
+        a VM with a network of its own. Desktops that share the host's network override it.
+        """
+        host = urlsplit(self.endpoint).hostname or "127.0.0.1"
+        return service_urls(host, OSWORLD_SERVICE_PORTS)
 
     @property
     def client(self) -> GuestClient:
