@@ -24,7 +24,7 @@ setup(
         + ["osworld_gym_envs"]
     ),
     package_data={
-        "osworld_gym": ["py.typed", "guest/*.py", "providers/assets/*"],
+        "osworld_gym": ["py.typed", "guest/*.py", "providers/desktop_bin/*"],
         "osworld_gym_envs": ["**/*"],
     },
     include_package_data=False,

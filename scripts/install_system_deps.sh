@@ -13,8 +13,16 @@ PACKAGES=(
   ffmpeg
   dbus-daemon dbus-bin at-spi2-core python3-gi gir1.2-atspi-2.0 python3-pyatspi
   procps
-  # `osworld-gym view`'s test renders the HTML report in headless Chromium.
-  chromium
+  # Each local desktop's sandbox (mount, PID and user namespaces).
+  bubblewrap
+  # OSWorld's applications, from Debian (Chromium runs as `google-chrome` through the desktop's
+  # wrapper; VS Code is not in Debian) and GNOME's terminal and file manager, which tasks open.
+  chromium gimp vlc thunderbird gnome-terminal nautilus
+  # Command-line tools OSWorld's task files call in their setup steps and checks.
+  socat jq bc xsel xclip tree git zip unzip curl wget sysstat expect file
+  pulseaudio-utils desktop-file-utils libglib2.0-bin python3-tk
+  # gsettings that persist (dconf over the session bus) and GNOME's keys, which tasks set and read.
+  dconf-gsettings-backend dconf-service gsettings-desktop-schemas
   # The docker provider: an engine (started by scripts/start_docker.sh), debootstrap for the
   # guest image (vm_images/), an SSH server for the tests of ssh:// engines.
   docker.io debootstrap openssh-server

@@ -217,12 +217,12 @@ def test_dead_desktop_truncates_with_infra_error_and_reset_recovers(env: OSWorld
 
 def test_unscorable_task_is_refused_at_reset_and_broken_evaluation_scores_zero() -> None:
     unscorable = {
-        "id": "tabs",
+        "id": "drive",
         "instruction": "x",
         "config": [],
         "evaluator": {
-            "func": "is_expected_tabs",
-            "result": {"type": "open_tabs_info"},
+            "func": "compare_pdfs",
+            "result": {"type": "googledrive_file"},
             "expected": {"type": "rule", "rules": {}},
         },
     }
@@ -238,8 +238,8 @@ def test_unscorable_task_is_refused_at_reset_and_broken_evaluation_scores_zero()
         },
     }
     with make_env(tasks=[unscorable, broken_post]) as e:
-        with pytest.raises(EvaluatorError, match="open_tabs_info"):
-            e.reset(options={"task_id": "tabs"})
+        with pytest.raises(EvaluatorError, match="googledrive_file"):
+            e.reset(options={"task_id": "drive"})
         e.reset(options={"task_id": "broken-post"})
         _, reward, terminated, _, info = e.step("Action: finished()")
         assert terminated and reward == 0.0 and "none.txt" in info["evaluation_error"]

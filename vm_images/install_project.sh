@@ -14,12 +14,11 @@ cp -a "${bundle}/rootfs/." /
 mkdir -p /etc/systemd/system/multi-user.target.wants
 ln -sf /etc/systemd/system/osworld-gym-guest.service \
   /etc/systemd/system/multi-user.target.wants/osworld-gym-guest.service
-# Ctrl+Alt+T opens a terminal, as on OSWorld's Ubuntu desktop (some tasks' setups press it).
-# Before the HOME skeleton: it copies the system's openbox configuration.
-if ! grep -q 'key="C-A-t"' /etc/xdg/openbox/rc.xml; then
-  sed -i 's|<keyboard>|<keyboard>\n  <keybind key="C-A-t"><action name="Execute"><command>x-terminal-emulator</command></action></keybind>|' \
-    /etc/xdg/openbox/rc.xml
-fi
+# OSWorld's commands on Debian's apps (google-chrome on Chromium, socat and vlc on the
+# desktop's own service ports), ahead of /usr/bin on PATH; sudo is the real one here.
+/opt/osworld-gym/bin/python -c 'from pathlib import Path
+from osworld_gym.providers.desktop_bin import install_wrappers
+install_wrappers(Path("/usr/local/bin"), exclude=("sudo",), chrome="link")'
 if [ -x /usr/bin/lxterminal ]; then
   update-alternatives --quiet --set x-terminal-emulator /usr/bin/lxterminal || true
 fi

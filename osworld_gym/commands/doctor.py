@@ -1,7 +1,8 @@
 """``osworld-gym doctor``: what works on this host, per provider, and the exact fix for the rest.
 
-* ``local`` -- Xvfb, openbox, xdotool and the other X tools, the accessibility stack, the apps
-  the bundled suites open (read from their tasks), and a real desktop launched and closed.
+* ``local`` -- Xvfb, openbox, xdotool and the other X tools, the accessibility stack, the
+  desktop's sandbox (bubblewrap; as root, or as an ordinary user through user namespaces), the
+  apps the bundled suites open (read from their tasks), and a real desktop launched and closed.
 * ``docker`` -- the CLI, the Python SDK, a reachable engine and our desktop image.
 * ``qemu`` -- ``qemu-system-x86_64``, ``qemu-img`` and a usable ``/dev/kvm`` (without it QEMU
   still works, in software emulation: a warning, not a failure).
@@ -165,6 +166,7 @@ def local_checks(launch: bool = True) -> list[Check]:
             None if launcher else "apt-get install -y at-spi2-core",
         )
     )
+    checks.append(_sandbox_check())
     for module, package in (("Xlib", "python-xlib"), ("mss", "mss"), ("PIL", "pillow")):
         found = importlib.util.find_spec(module) is not None
         checks.append(
@@ -180,9 +182,25 @@ def local_checks(launch: bool = True) -> list[Check]:
         check = _binary("local", binary, package, f"opened by tasks of {', '.join(suites)}")
         checks.append(Check(**(asdict(check) | {"name": f"app: {app}"})))
     if launch:
-        ready = all(c.ok for c in checks if c.name in ("Xvfb", "openbox"))
+        ready = all(c.ok for c in checks if c.name in ("Xvfb", "openbox", "sandbox"))
         checks.append(_launch_check() if ready else _skipped_launch())
     return checks
+
+
+def _sandbox_check() -> Check:
+    """Whether desktops can run in their sandbox here: as root, or through user namespaces."""
+    from osworld_gym.providers import sandbox
+
+    support = sandbox.probe()
+    fix = None
+    if not support.ok:
+        fix = (
+            "apt-get install -y bubblewrap"
+            if sandbox.bwrap_path() is None
+            else "see the detail (or LocalProviderConfig(sandbox=False): no isolation)"
+        )
+    detail = f"works: {support.detail}" if support.ok else support.detail
+    return Check("local", "sandbox", support.ok, detail, fix)
 
 
 def suite_apps() -> dict[str, tuple[str, str, list[str]]]:
@@ -230,8 +248,8 @@ def _launch_check() -> Check:
 
 
 def _skipped_launch() -> Check:
-    return Check("local", "desktop launch", False, "not tried: Xvfb or openbox missing",
-                 INSTALL_SYSTEM_DEPS)  # fmt: skip
+    why = "not tried: Xvfb, openbox or the sandbox missing"
+    return Check("local", "desktop launch", False, why, INSTALL_SYSTEM_DEPS)
 
 
 # --- docker -------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ import socket
 import time
 import uuid
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -45,6 +46,12 @@ from osworld_gym.guest.client import ClientConfig, GuestClient
 from osworld_gym.providers.base import Desktop, Provider, ProviderConfig
 from osworld_gym.providers.docker_client import connect, docker_sdk, engine_host, is_loopback
 from osworld_gym.providers.ports import PortReservation, reserve_port
+from osworld_gym.providers.services import (
+    HOST_FACING_SERVICES,
+    OSWORLD_SERVICE_PORTS,
+    port_environment,
+    service_urls,
+)
 
 if TYPE_CHECKING:
     import docker
@@ -156,6 +163,7 @@ def container_spec(
     port: int,
     token: str | None,
     labels: dict[str, str],
+    service_ports: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments of ``containers.run`` for one desktop (pure; tested on its own).
 
@@ -165,7 +173,11 @@ def container_spec(
         port: Host port of the guest server.
         token: The guest's token (ours only).
         labels: Ownership labels.
+        service_ports: Host ports for OSWorld's in-desktop services by name (``"cdp"``,
+            ``"chrome_debugging"``, ``"vlc"``): our image's wrappers use them (its containers
+            share the host's network); the official image's are published there.
     """
+    service_ports = dict(service_ports or {})
     spec: dict[str, Any] = {
         "name": name,
         "detach": True,
@@ -179,13 +191,14 @@ def container_spec(
     if config.shm_size:
         spec["shm_size"] = config.shm_size
     if config.official:
-        return _official_spec(config, spec, port)
+        return _official_spec(config, spec, port, service_ports)
     width, height = config.screen_size
     environment = {
         "OSWORLD_GUEST_HOST": config.guest_bind_host,
         "OSWORLD_GUEST_PORT": str(port),
         "OSWORLD_SCREEN": f"{width}x{height}",
         "OSWORLD_BOOT_TIMEOUT": str(int(config.boot_timeout)),
+        **port_environment(service_ports),
         **dict(config.extra_env),
     }
     if token:
@@ -194,7 +207,9 @@ def container_spec(
     return spec
 
 
-def _official_spec(config: DockerProviderConfig, spec: dict[str, Any], port: int) -> dict[str, Any]:
+def _official_spec(
+    config: DockerProviderConfig, spec: dict[str, Any], port: int, service_ports: dict[str, int]
+) -> dict[str, Any]:
     if not config.vm_image_path:
         raise ValueError("official=True needs vm_image_path, the path of Ubuntu.qcow2")
     environment = {
@@ -214,7 +229,15 @@ def _official_spec(config: DockerProviderConfig, spec: dict[str, Any], port: int
         volumes={
             str(Path(config.vm_image_path).absolute()): {"bind": "/System.qcow2", "mode": "ro"}
         },
-        ports={f"{_OFFICIAL_GUEST_PORT}/tcp": (config.guest_bind_host, port)},
+        ports={
+            f"{_OFFICIAL_GUEST_PORT}/tcp": (config.guest_bind_host, port),
+            # The VM's CDP and VLC ports, as OSWorld's own Docker provider publishes them.
+            **{
+                f"{OSWORLD_SERVICE_PORTS[name]}/tcp": (config.guest_bind_host, host_port)
+                for name, host_port in service_ports.items()
+                if name in HOST_FACING_SERVICES
+            },
+        },
     )
     if kvm:
         spec["devices"] = ["/dev/kvm:/dev/kvm:rwm"]
@@ -347,6 +370,8 @@ def _remove(state: dict[str, Any]) -> None:
     reservation: PortReservation | None = state.pop("port", None)
     if reservation is not None:
         reservation.release()
+    for service in state.pop("service_ports", []):
+        service.release()
 
 
 def _remove_container(container: Any) -> None:
@@ -373,6 +398,15 @@ class DockerDesktop(Desktop):
         self._state: dict[str, Any] = {"port": reserve_port(self.config.guest_bind_host)}
         self._finalizer = weakref.finalize(self, _remove, self._state)
         self.port = self._state["port"].port
+        self._state["service_ports"] = [
+            reserve_port(self.config.guest_bind_host) for _ in OSWORLD_SERVICE_PORTS
+        ]
+        self.service_ports = {
+            name: reservation.port
+            for name, reservation in zip(
+                OSWORLD_SERVICE_PORTS, self._state["service_ports"], strict=True
+            )
+        }
         try:
             self._start_container()
         except BaseException:
@@ -398,6 +432,11 @@ class DockerDesktop(Desktop):
     def client_config(self) -> ClientConfig:
         """Client settings from the provider config."""
         return self.config.client
+
+    @property
+    def service_urls(self) -> dict[str, str]:
+        """The desktop's OSWorld services at their host ports."""
+        return service_urls(self.config.reaches_guest_at, self.service_ports)
 
     @property
     def container(self) -> Any:
@@ -477,6 +516,7 @@ class DockerDesktop(Desktop):
             name=self.provider.next_name(),
             port=self.port,
             token=self._token,
+            service_ports=self.service_ports,
             labels={
                 **ownership_labels(self.provider.run_id),
                 KIND_LABEL: "official" if self.config.official else "desktop",

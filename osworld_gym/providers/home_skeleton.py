@@ -1,8 +1,11 @@
-"""The default HOME of a fresh `local` desktop: XDG folders, maximized windows, quiet first starts.
+"""The default HOME of a fresh desktop (``local``, and the docker image's ``/home/user``).
 
-Without these settings LibreOffice greets every fresh HOME with a "Tip of the Day" dialog that
-covers the document, and text files open in a word processor. The skeleton is written in code
-(not copied from package data) so it stays readable and reviewable here.
+XDG folders, maximized windows, quiet first starts, and OSWorld's desktop conventions: Ctrl+Alt+T
+opens GNOME's terminal (as on OSWorld's Ubuntu; tasks press it in their setup steps), and
+LibreOffice opens documents directly. Without these settings LibreOffice greets every fresh HOME
+with a "Tip of the Day" dialog that covers the document, Impress with its template chooser, and
+text files open in a word processor. The skeleton is written in code (not copied from package
+data) so it stays readable and reviewable here.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ oor:op="fuse"><value>false</value></prop></item>
 oor:op="fuse"><value>true</value></prop></item>
 <item oor:path="/org.openoffice.Setup/Product"><prop oor:name="ooSetupLastVersion" \
 oor:op="fuse"><value>7.4</value></prop></item>
-<item oor:path="/org.openoffice.Office.Recovery/RecoveryInfo"><prop oor:name="Enabled" \
+<item oor:path="/org.openoffice.Office.Impress/Misc"><prop oor:name="StartWithTemplate" \
 oor:op="fuse"><value>false</value></prop></item>
 {factories}</oor:items>
 """
@@ -61,9 +64,22 @@ _OPENBOX_APPLICATIONS = """<applications>
   <application type="normal"><maximized>true</maximized></application>
 </applications>"""
 
+# Ctrl+Alt+T opens a terminal, as on OSWorld's Ubuntu: 12 of OSWorld's task files press it in
+# their setup steps, and agents learn it. GNOME's terminal, whose text ``/terminal`` reads, where
+# it is installed; else the system's default terminal.
+TERMINAL_KEY = "C-A-t"
+_TERMINAL_COMMAND = "sh -c 'exec gnome-terminal 2>/dev/null || exec x-terminal-emulator'"
+_TERMINAL_KEYBIND = (
+    f'<keybind key="{TERMINAL_KEY}"><action name="Execute">'
+    f"<command>{_TERMINAL_COMMAND}</command></action></keybind>"
+)
+
 
 def openbox_rc(system_rc: Path = SYSTEM_OPENBOX_RC) -> str | None:
-    """Debian's openbox configuration with every normal window maximized, or None."""
+    """Debian's openbox configuration with every normal window maximized and Ctrl+Alt+T bound.
+
+    None when the system's configuration is missing or has no ``<applications>`` section.
+    """
     try:
         text = system_rc.read_text()
     except OSError:
@@ -71,7 +87,10 @@ def openbox_rc(system_rc: Path = SYSTEM_OPENBOX_RC) -> str | None:
     start, end = text.find("<applications>"), text.find("</applications>")
     if start < 0 or end < 0:
         return None
-    return text[:start] + _OPENBOX_APPLICATIONS + text[end + len("</applications>") :]
+    text = text[:start] + _OPENBOX_APPLICATIONS + text[end + len("</applications>") :]
+    if f'key="{TERMINAL_KEY}"' not in text:
+        text = text.replace("<keyboard>", f"<keyboard>\n  {_TERMINAL_KEYBIND}", 1)
+    return text
 
 
 def write_default_home(home: Path) -> None:

@@ -2,10 +2,14 @@
 
 Each desktop is an Xvfb display (a free number chosen by Xvfb itself through ``-displayfd``), a
 private D-Bus session bus with the AT-SPI launcher (so apps export accessibility trees), a
-window manager and a guest server on a free port, all with their own HOME. Every process
-carries the desktop's marker in its environment, so ``close()``, garbage collection, interpreter
-exit, and a watchdog that notices the launching process die (even by SIGKILL) can find and stop
-all of them, including apps that daemonised.
+window manager and a guest server on a free port. Everything above the X server runs in the
+desktop's sandbox (:mod:`osworld_gym.providers.sandbox`): as OSWorld's user ``user`` with its
+private folder mounted at ``/home/user``, private ``/tmp``, the host read-only, and command
+wrappers for OSWorld's ``google-chrome``, ``socat``, ``vlc`` and ``sudo`` first on PATH
+(:mod:`osworld_gym.providers.desktop_bin`). Every process carries the desktop's marker in its
+environment, so ``close()``, garbage collection, interpreter exit, and a watchdog that notices
+the launching process die (even by SIGKILL) can find and stop all of them, including apps that
+daemonised.
 """
 
 from __future__ import annotations
@@ -29,9 +33,12 @@ from Xlib.error import ConnectionClosedError, XError
 
 from osworld_gym.errors import DesktopDiedError, GuestError, ProviderError
 from osworld_gym.guest.client import ClientConfig
-from osworld_gym.providers import processes
+from osworld_gym.providers import processes, sandbox
 from osworld_gym.providers.base import Desktop, Provider, ProviderConfig
+from osworld_gym.providers.desktop_bin import install_wrappers
 from osworld_gym.providers.home_skeleton import write_default_home
+from osworld_gym.providers.ports import PortReservation, reserve_port
+from osworld_gym.providers.services import OSWORLD_SERVICE_PORTS, port_environment, service_urls
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +61,11 @@ class LocalProviderConfig(ProviderConfig):
         extra_env: Extra environment variables for every process of the desktop.
         official_guest: Run the guest without its extensions, as an official OSWorld image
             would answer (for testing host code against OSWorld's protocol).
+        sandbox: Run the desktop in its own mount, PID and user namespaces with its home at
+            ``/home/user`` (needs bubblewrap; ``osworld-gym doctor`` checks it). False runs its
+            processes directly on the host with ``HOME`` set to the private folder: the
+            host's ``/home/user`` and ``/tmp`` are then the desktop's, and tasks can write there.
+        sudo_password: The password the desktop's ``sudo`` accepts (OSWorld's VM user's).
     """
 
     window_manager: tuple[str, ...] = ("openbox", "--sm-disable")
@@ -64,6 +76,8 @@ class LocalProviderConfig(ProviderConfig):
     python: str | None = None
     extra_env: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     official_guest: bool = False
+    sandbox: bool = True
+    sudo_password: str = "password"
 
 
 class LocalProvider(Provider):
@@ -84,9 +98,16 @@ def _teardown(
     procs: dict[str, subprocess.Popen[bytes]],
     folders: tuple[Path, ...],
     reaper: subprocess.Popen[bytes] | None,
+    ports: list[PortReservation],
+    namespaces: list[sandbox.Namespaces],
 ) -> None:
     """Stop every process of a desktop and delete its folders (also run by the GC finalizer)."""
+    _stop_sandbox(procs)
     processes.kill_marked(marker, timeout=3.0)
+    while namespaces:
+        namespaces.pop().close()
+    for reservation in ports:
+        reservation.release()
     for proc in procs.values():
         _reap(proc)
     if reaper is not None:
@@ -114,6 +135,25 @@ def _runtime_dir(root: Path) -> Path:
     return Path(tempfile.mkdtemp(prefix="osworld-gym-run-"))
 
 
+def _stop_sandbox(procs: dict[str, subprocess.Popen[bytes]]) -> None:
+    """Stop the sandbox's init, which takes every process inside with it at once."""
+    holder = procs.get("sandbox")
+    if holder is not None and holder.poll() is None:
+        processes.terminate(processes.sandbox_chain(holder.pid)[1:], timeout=1.0)
+
+
+def _empty_folder(folder: Path, keep: tuple[str, ...] = ()) -> None:
+    """Delete what ``folder`` holds (except the names in ``keep``), keeping the folder itself."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for entry in folder.iterdir():
+        if entry.name in keep:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
 def _reap(proc: subprocess.Popen[bytes], timeout: float = 1.0) -> None:
     try:
         proc.wait(timeout=timeout)
@@ -125,31 +165,60 @@ def _reap(proc: subprocess.Popen[bytes], timeout: float = 1.0) -> None:
 class LocalDesktop(Desktop):
     """One desktop on this host. Starts in the constructor; use :class:`LocalProvider`."""
 
-    CORE = ("xvfb", "dbus", "wm", "guest")
+    CORE = ("xvfb", "sandbox", "dbus", "wm", "guest")
 
     def __init__(self, config: LocalProviderConfig) -> None:
         super().__init__()
         self.config = config
         self.marker = uuid.uuid4().hex
+        self._bwrap = sandbox.require_bwrap() if config.sandbox else None
         self.root = Path(tempfile.mkdtemp(prefix="osworld-gym-", dir=config.work_dir))
         self.home = self.root / "home"
         self.state_dir = self.root / "state"
         self.log_dir = self.root / "logs"
-        self.runtime_dir = _runtime_dir(self.root)
-        for folder in (self.state_dir, self.log_dir):
-            folder.mkdir(mode=0o700)
+        self.log_dir.mkdir(mode=0o700)
+        if config.sandbox:
+            # Sockets are made at their paths inside the sandbox: no length limit on the host's.
+            self.runtime_dir = self.root / "runtime"
+            self.folders: sandbox.SandboxFolders | None = sandbox.SandboxFolders(
+                home=self.home,
+                tmp=self.root / "tmp",
+                var_tmp=self.root / "var-tmp",
+                state=self.state_dir,
+                runtime=self.runtime_dir,
+            )
+            self.folders.create()
+            install_wrappers(self.state_dir / "bin")
+        else:
+            self.runtime_dir = _runtime_dir(self.root)
+            self.folders = None
+            self.state_dir.mkdir(mode=0o700)
         self.display = ""
         self._dbus_address = ""
         self._port = 0
         self._token = secrets.token_urlsafe(24) if config.use_token else None
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._service_ports: list[PortReservation] = []
+        # The sandbox's namespaces while its init runs (a list: the finalizer closes them).
+        self._namespaces: list[sandbox.Namespaces] = []
         self._reaper = self._start_reaper()
         self._finalizer = weakref.finalize(
-            self, _teardown, self.marker, self._procs, (self.root, self.runtime_dir), self._reaper
+            self,
+            _teardown,
+            self.marker,
+            self._procs,
+            (self.root, self.runtime_dir),
+            self._reaper,
+            self._service_ports,
+            self._namespaces,
         )
         try:
+            # OSWorld's fixed service ports (Chrome's debugging port, CDP, VLC) get ports of
+            # this desktop's own: desktops share the host's network.
+            self._service_ports.extend(reserve_port() for _ in OSWORLD_SERVICE_PORTS)
             self._restore_home()
             self._start_xvfb()
+            self._start_sandbox()
             self._start_session()
         except BaseException:
             self.close()
@@ -175,13 +244,56 @@ class LocalDesktop(Desktop):
         """Client settings from the provider config."""
         return self.config.client
 
+    @property
+    def service_ports(self) -> dict[str, int]:
+        """This desktop's own port for each of OSWorld's services (by service name)."""
+        return {
+            name: reservation.port
+            for name, reservation in zip(OSWORLD_SERVICE_PORTS, self._service_ports, strict=True)
+        }
+
+    @property
+    def service_urls(self) -> dict[str, str]:
+        """The desktop's OSWorld services on loopback, at its own ports."""
+        return service_urls("127.0.0.1", self.service_ports)
+
+    def desktop_path(self, path: str | Path) -> str:
+        """A host path under this desktop's folders as the desktop's processes see it.
+
+        ``<root>/home/x`` is ``/home/user/x`` inside a sandbox; without one, paths are the same.
+        """
+        path = Path(path)
+        if self.folders is None:
+            return str(path)
+        for host, inside in (
+            (self.folders.home, sandbox.DESKTOP_HOME),
+            (self.folders.tmp, "/tmp"),
+            (self.folders.var_tmp, "/var/tmp"),
+            (self.folders.state, sandbox.STATE_MOUNT),
+            (self.folders.runtime, sandbox.RUNTIME_MOUNT),
+        ):
+            if path == host or host in path.parents:
+                return str(Path(inside) / path.relative_to(host))
+        raise ValueError(f"{path} is not visible inside {self!r}")
+
     def pids(self) -> list[int]:
         """PIDs of every live process of this desktop (apps included)."""
         return processes.find_marked(self.marker)
 
     def component_pid(self, component: str) -> int:
-        """PID of a core component: ``"xvfb"``, ``"dbus"``, ``"wm"`` or ``"guest"``."""
-        return self._procs[component].pid
+        """PID of a core component: ``"xvfb"``, ``"dbus"``, ``"wm"`` or ``"guest"``.
+
+        For a sandboxed component, the PID of the program itself (not of its ``bwrap``).
+        """
+        return self._component_pids(component)[-1]
+
+    def _component_pids(self, component: str) -> list[int]:
+        """The component's process and, when sandboxed, the ``bwrap`` processes that carry it."""
+        pid = self._procs[component].pid
+        return processes.sandbox_chain(pid) if self._sandboxed(component) else [pid]
+
+    def _sandboxed(self, component: str) -> bool:
+        return self._bwrap is not None and component != "xvfb"
 
     def _check_impl(self) -> None:
         for name in self.CORE:
@@ -191,7 +303,12 @@ class LocalDesktop(Desktop):
 
     def _reset_impl(self) -> None:
         xvfb = self._procs.get("xvfb")
-        if xvfb is None or xvfb.poll() is not None:
+        holder = self._procs.get("sandbox")
+        if (
+            xvfb is None
+            or xvfb.poll() is not None
+            or (self._bwrap is not None and (holder is None or holder.poll() is not None))
+        ):
             self._restart_everything()
             return
         try:
@@ -203,26 +320,32 @@ class LocalDesktop(Desktop):
             self._restart_everything()
 
     def _light_reset(self, xvfb: subprocess.Popen[bytes]) -> None:
-        """Kill apps, restore HOME, restart the session; keep Xvfb and a healthy guest."""
+        """Kill apps, restore HOME, restart the session; keep Xvfb, the sandbox, a healthy guest."""
         guest = self._procs.get("guest")
         keep = [xvfb.pid]
+        if "sandbox" in self._procs:
+            keep.extend(self._component_pids("sandbox"))
         if guest is not None and guest.poll() is None and self._guest_healthy():
-            keep.append(guest.pid)
+            keep.extend(self._component_pids("guest"))
         # SIGKILL after a zero grace: apps need no chance to save, HOME is restored next.
         processes.terminate(processes.find_marked(self.marker, exclude=keep), timeout=0)
         for name in [n for n, p in self._procs.items() if p.pid not in keep]:
             _reap(self._procs.pop(name))
         self._restore_home()
-        (self.state_dir / "wallpaper").unlink(missing_ok=True)
+        self._empty_temp_folders()
+        (self.state_dir / "guest" / "wallpaper").unlink(missing_ok=True)
         self._reset_x_state()
         self._start_session(restart_guest="guest" not in self._procs)
 
     def _restart_everything(self) -> None:
+        _stop_sandbox(self._procs)
         processes.kill_marked(self.marker, timeout=3.0)
         for name in list(self._procs):
             _reap(self._procs.pop(name))
         self._restore_home()
+        self._empty_temp_folders()
         self._start_xvfb()
+        self._start_sandbox()
         self._start_session(restart_guest=True)
 
     def _guest_healthy(self) -> bool:
@@ -264,11 +387,12 @@ class LocalDesktop(Desktop):
 
     # --- start-up ------------------------------------------------------------------------
 
-    def _env(self) -> dict[str, str]:
+    def _env(self, component: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DBUS_", "XDG_SESSION"))}
+        inside = self._sandboxed(component)
         env.update(
-            HOME=str(self.home),
-            XDG_RUNTIME_DIR=str(self.runtime_dir),
+            HOME=sandbox.DESKTOP_HOME if inside else str(self.home),
+            XDG_RUNTIME_DIR=sandbox.RUNTIME_MOUNT if inside else str(self.runtime_dir),
             LANG=env.get("LANG") or "C.UTF-8",
             SAL_USE_VCLPLUGIN="gtk3",
             GTK_MODULES="gail:atk-bridge",
@@ -279,16 +403,33 @@ class LocalDesktop(Desktop):
             env["DISPLAY"] = self.display
         if self._dbus_address:
             env["DBUS_SESSION_BUS_ADDRESS"] = self._dbus_address
+        if inside:
+            env.update(
+                USER=sandbox.DESKTOP_USER,
+                LOGNAME=sandbox.DESKTOP_USER,
+                PATH=f"{sandbox.BIN_MOUNT}:{env.get('PATH', os.defpath)}",
+                TMPDIR="/tmp",
+                OSWORLD_GYM_SUDO_PASSWORD=self.config.sudo_password,
+            )
+        env.update(port_environment(self.service_ports))
         env.update(dict(self.config.extra_env))
         env[processes.MARKER_VARIABLE] = self.marker
         return env
 
     def _spawn(self, name: str, argv: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
+        if not shutil.which(argv[0]):
+            raise ProviderError(f"{argv[0]} is not installed; run scripts/install_system_deps.sh")
+        if self._sandboxed(name):
+            assert self.folders is not None and self._bwrap is not None
+            join = None if name == "sandbox" else self._namespaces[0]
+            argv = sandbox.wrap(argv, self.folders, join=join, bwrap=self._bwrap)
+            if join is not None:
+                kwargs["pass_fds"] = (*kwargs.get("pass_fds", ()), *join.fds)  # type: ignore[misc]
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
         try:
             proc = subprocess.Popen(
                 argv,
-                env=self._env(),
+                env=self._env(name),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
@@ -316,11 +457,18 @@ class LocalDesktop(Desktop):
         )
 
     def _restore_home(self) -> None:
-        shutil.rmtree(self.home, ignore_errors=True)
-        self.home.mkdir()
+        # Emptied, not replaced: a guest kept over a reset has this very folder mounted.
+        _empty_folder(self.home)
         write_default_home(self.home)
         if self.config.home_template:
             shutil.copytree(self.config.home_template, self.home, symlinks=True, dirs_exist_ok=True)
+
+    def _empty_temp_folders(self) -> None:
+        """Empty the private ``/tmp`` and ``/var/tmp``, as a VM's revert would."""
+        if self.folders is not None:
+            # The host's X sockets are mounted on /tmp/.X11-unix: keep its mount point.
+            _empty_folder(self.folders.tmp, keep=(Path(sandbox.X11_SOCKETS).name,))
+            _empty_folder(self.folders.var_tmp)
 
     def _read_fd_line(self, name: str, fd: int, deadline: float) -> str:
         """Read the line a component writes to our pipe once it is ready (bounded)."""
@@ -372,6 +520,29 @@ class LocalDesktop(Desktop):
         number = self._spawn_reporting("xvfb", lambda fd: [*argv, "-displayfd", str(fd)], deadline)
         self.display = f":{number}"
 
+    def _start_sandbox(self) -> None:
+        """Start the init of the desktop's namespaces; every later process joins them."""
+        if self._bwrap is None:
+            return
+        while self._namespaces:
+            self._namespaces.pop().close()
+        deadline = time.monotonic() + self.config.boot_timeout
+        python = self.config.python or sys.executable
+        holder = self._spawn("sandbox", sandbox.holder_command(python))
+        while True:
+            chain = processes.sandbox_chain(holder.pid)
+            # Its namespaces are final once bubblewrap has started the init program.
+            if len(chain) > 1 and processes.command_name(chain[-1]) not in (b"bwrap", None):
+                try:
+                    self._namespaces.append(sandbox.Namespaces.of(chain[-1]))
+                    return
+                except OSError:  # gone meanwhile: the checks below say why
+                    pass
+            self._check_impl()
+            if time.monotonic() >= deadline:
+                raise ProviderError(f"sandbox not ready in time\n{self._log_tail('sandbox')}")
+            time.sleep(0.01)
+
     def _start_session(self, *, restart_guest: bool = True) -> None:
         """Start everything above the X server: session bus, a11y, window manager, guest."""
         deadline = time.monotonic() + self.config.boot_timeout
@@ -384,8 +555,8 @@ class LocalDesktop(Desktop):
 
     def _start_dbus(self, deadline: float) -> None:
         # A fixed socket path: a guest that survives a reset keeps a valid bus address.
-        socket = self.runtime_dir / "bus"
-        socket.unlink(missing_ok=True)
+        (self.runtime_dir / "bus").unlink(missing_ok=True)
+        socket = self._inside(self.runtime_dir / "bus", "dbus")
         argv = [
             "dbus-daemon",
             "--session",
@@ -429,6 +600,10 @@ class LocalDesktop(Desktop):
                 logger.info("guest port %d is taken; picking a new one", self._port)
         self._spawn_guest(deadline, 0)
 
+    def _inside(self, path: Path, component: str) -> str:
+        """``path`` as ``component`` sees it (inside the sandbox or not)."""
+        return self.desktop_path(path) if self._sandboxed(component) else str(path)
+
     def _spawn_guest(self, deadline: float, port: int) -> None:
         port_file = self.state_dir / "port"
         port_file.unlink(missing_ok=True)
@@ -441,9 +616,9 @@ class LocalDesktop(Desktop):
             "--port",
             str(port),
             "--port-file",
-            str(port_file),
+            self._inside(port_file, "guest"),
             "--state-dir",
-            str(self.state_dir),
+            self._inside(self.state_dir / "guest", "guest"),
             "--log-level",
             "WARNING",
         ]
@@ -453,7 +628,7 @@ class LocalDesktop(Desktop):
             token_file = self.state_dir / "token"
             token_file.write_text(self._token)
             token_file.chmod(0o600)
-            argv += ["--token-file", str(token_file)]
+            argv += ["--token-file", self._inside(token_file, "guest")]
         self._spawn("guest", argv)
         while not port_file.exists():
             self._check_impl()

@@ -39,6 +39,56 @@ def find_marked(marker: str, *, exclude: Iterable[int] = ()) -> list[int]:
     return found
 
 
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """Fields of ``/proc/<pid>/stat`` after the command name (state first), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return stat[stat.rfind(b")") + 2 :].split()
+
+
+def children(pid: int) -> list[int]:
+    """PIDs of the live children of ``pid``, oldest first."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        fields = _stat_fields(int(name))
+        # Field 4 of stat is the parent, field 22 the start time (man 5 proc).
+        if fields is not None and int(fields[1]) == pid and fields[0] not in (b"Z", b"X"):
+            found.append((int(fields[19]), int(name)))
+    return [child for _, child in sorted(found)]
+
+
+def sandbox_chain(pid: int) -> list[int]:
+    """``pid`` (a ``bwrap``) and the processes that carry its command, outermost first.
+
+    bubblewrap keeps a process outside the sandbox that waits for the one inside; with a new PID
+    namespace and no ``--as-pid-1`` there is a ``bwrap`` init between them. Each ``bwrap`` in
+    the chain started the next one first, so the oldest child is followed (later children of an
+    init are orphans it adopted). Returns the chain as far as it exists yet.
+    """
+    chain = [pid]
+    while command_name(chain[-1]) == b"bwrap":
+        kids = children(chain[-1])
+        if not kids:
+            break
+        chain.append(kids[0])
+    return chain
+
+
+def command_name(pid: int) -> bytes | None:
+    """The command name of ``pid`` (``comm``, at most 15 bytes), or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return stat[stat.find(b"(") + 1 : stat.rfind(b")")]
+
+
 def is_alive(pid: int) -> bool:
     """True while ``pid`` runs (a zombie waiting to be reaped counts as gone)."""
     try:
