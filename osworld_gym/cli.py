@@ -2,7 +2,8 @@
 
 Subcommands (each in :mod:`osworld_gym.commands`):
     doctor       check the host for each provider and print the exact fix for what is missing
-    tasks        list suites and tasks, show one, report which are fully supported
+    tasks        list suites and tasks, show one, report which are supported or runnable on a
+                 provider here, fetch their assets into the cache
     run          run an agent over tasks on N envs; OSWorld's results layout; resumable
     view         a self-contained HTML report of a run
     export       a run or a replay buffer as a Hugging Face datasets Parquet dataset

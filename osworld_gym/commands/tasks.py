@@ -6,6 +6,8 @@ Usage::
     osworld-gym tasks list desktop-basics        # domain/id: instruction, a task a line
     osworld-gym tasks show desktop-basics <id>   # the task's JSON
     osworld-gym tasks report <folder>            # fully supported tasks; the rest's lacks
+    osworld-gym tasks report <folder> --provider local   # runnable here, or the reason not
+    osworld-gym tasks fetch <folder> [--cache DIR]       # download the tasks' assets
 """
 
 from __future__ import annotations
@@ -13,13 +15,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from osworld_gym.downloads import AssetCache
+    from osworld_gym.tasks import TaskSet
 
 
 def add_parser(sub: Any) -> None:
     """Register ``tasks``."""
     tasks = sub.add_parser("tasks", help="list, show and check tasks")
-    tasks.add_argument("action", choices=["suites", "list", "show", "report"])
+    tasks.add_argument("action", choices=["suites", "list", "show", "report", "fetch"])
     tasks.add_argument(
         "source",
         nargs="?",
@@ -29,6 +36,26 @@ def add_parser(sub: Any) -> None:
     tasks.add_argument("task_id", nargs="?", help="for show: the task id")
     tasks.add_argument("--domain", action="append", help="only this domain (repeatable)")
     tasks.add_argument("--summary", action="store_true", help="report: counts only")
+    tasks.add_argument(
+        "--provider",
+        choices=["local", "docker", "qemu", "remote"],
+        help="report: which tasks run on this provider here (apps, cached assets)",
+    )
+    tasks.add_argument("--json", action="store_true", help="report --provider: JSON output")
+    tasks.add_argument(
+        "--cache", help="report/fetch: the asset cache folder (default ~/.cache/osworld-gym/assets)"
+    )
+    tasks.add_argument(
+        "--image", default="osworld-gym/desktop:latest", help="report --provider docker: image"
+    )
+    tasks.add_argument("--docker-url", help="report --provider docker: the engine's URL")
+    tasks.add_argument("--guest-url", help="report: ask this running guest for its commands")
+    tasks.add_argument("--token", help="report --guest-url: the guest's token")
+    tasks.add_argument("--jobs", type=int, default=4, help="fetch: downloads at once")
+    tasks.add_argument("--tries", type=int, default=5, help="fetch: attempts per URL")
+    tasks.add_argument(
+        "--timeout", type=float, default=60.0, help="fetch: seconds without data before retrying"
+    )
     tasks.set_defaults(func=tasks_command)
 
 
@@ -63,7 +90,39 @@ def tasks_command(args: argparse.Namespace) -> int:
             sys.stdout.write(f"{task.domain}/{task.id}{flag}: {task.instruction}\n")
     elif args.action == "show":
         sys.stdout.write(json.dumps(task.to_dict(), indent=2) + "\n")
+    elif args.action == "fetch":
+        from osworld_gym.asset_fetch import FetchSettings
+        from osworld_gym.commands.task_fetch import fetch_command
+
+        settings = FetchSettings(jobs=args.jobs, tries=args.tries, read_timeout=args.timeout)
+        return fetch_command(tasks, _cache(args), settings)
+    elif args.provider:
+        return _runnable_report(args, tasks)
     else:
         report = support_report(tasks)
         sys.stdout.write(format_report(report, verbose=not args.summary) + "\n")
+    return 0
+
+
+def _cache(args: argparse.Namespace) -> AssetCache:
+    from osworld_gym.downloads import AssetCache
+
+    return AssetCache(Path(args.cache)) if args.cache else AssetCache.default()
+
+
+def _runnable_report(args: argparse.Namespace, tasks: TaskSet) -> int:
+    from osworld_gym.providers.command_probe import probe_for
+    from osworld_gym.runnable import format_runnable_report, runnable_report
+
+    guest = None
+    if args.guest_url:
+        from osworld_gym.guest.client import GuestClient
+
+        guest = GuestClient(args.guest_url, token=args.token)
+    probe = probe_for(args.provider, image=args.image, base_url=args.docker_url, guest=guest)
+    report = runnable_report(tasks, probe, _cache(args), args.provider)
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_dict(), indent=1) + "\n")
+    else:
+        sys.stdout.write(format_runnable_report(report, verbose=not args.summary) + "\n")
     return 0

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -122,13 +124,64 @@ def _verified(ctx: GuestContext, verification: dict[str, Any]) -> bool:
     return True
 
 
+_SHELL_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_PLAIN_WORD = re.compile(r"^[A-Za-z0-9_./+-]+$")
+
+
+def _shell_program(text: str) -> str | None:
+    """The program a simple shell command line starts (after ``VAR=value`` words), if plain."""
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return None
+    words = [w for w in words if not _SHELL_ASSIGNMENT.match(w)]
+    return words[0] if words and _PLAIN_WORD.match(words[0]) else None
+
+
+def _missing_program(ctx: GuestContext, argv: list[str] | str) -> str | None:
+    """The program of a launch that is not installed (the shell would answer 127), if any."""
+    program = _shell_program(argv) if isinstance(argv, str) else argv[0]
+    if program is None:
+        return None
+    env = ctx.child_env()
+    if "/" in program and not os.path.isabs(program):
+        found = os.access(os.path.join(ctx.home, program), os.X_OK)
+    else:
+        found = shutil.which(program, path=env.get("PATH")) is not None
+    if found or (isinstance(argv, str) and _shell_knows(ctx, program)):
+        return None
+    return program
+
+
+def _shell_knows(ctx: GuestContext, word: str) -> bool:
+    """Whether the shell runs ``word`` without a program (a builtin such as ``cd``)."""
+    script = 'command -v -- "$1" >/dev/null'
+    done = subprocess.run(
+        ["/bin/sh", "-c", script, "sh", word], env=ctx.child_env(), capture_output=True, timeout=5
+    )
+    return done.returncode == 0
+
+
 def launch(ctx: GuestContext, request: Request) -> Response:
-    """``/setup/launch``: start a program and return at once (OSWorld answers plain text)."""
+    """``/setup/launch``: start a program and return at once (OSWorld answers plain text).
+
+    A program that is not installed gets OSWorld's answer to a failed start (500 with a
+    message) plus ``missing_command``, an extension naming it; for shell command lines this is
+    checked before the shell starts, where OSWorld would answer 200 and the shell exit 127.
+    """
     body = request.json()
     shell = bool(body.get("shell", False))
     argv = _command_argv(body.get("command"), shell)
+    missing = _missing_program(ctx, argv)
+    if missing is not None:
+        raise HTTPError(
+            500, f"[Errno 2] No such file or directory: {missing!r}", missing_command=missing
+        )
     try:
         ctx.spawn_detached(argv, shell=shell)
+    except FileNotFoundError as e:
+        named = {"missing_command": argv[0]} if isinstance(argv, list) else {}
+        raise HTTPError(500, str(e), **named) from e
     except OSError as e:
         raise HTTPError(500, f"could not launch {argv!r}: {e}") from e
     shown = argv if isinstance(argv, str) else " ".join(argv)
