@@ -11,12 +11,14 @@ OSWorld ignores) are kept as warnings in the returned :class:`SetupReport`.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from osworld_gym import chrome_setup
 from osworld_gym.downloads import AssetCache, AssetUnavailableError
 from osworld_gym.errors import GuestError, GuestHTTPError, TaskSetupError
 from osworld_gym.guest.client import GuestClient
@@ -25,16 +27,16 @@ from osworld_gym.tasks.placeholders import (
     placeholder_values,
     substitute_placeholders,
 )
+from osworld_gym.tasks.requirements import app_label
 
 logger = logging.getLogger(__name__)
 
+_NO_SUCH_FILE = re.compile(r"No such file or directory: '([^']+)'")
+
 # Step types that need something this package does not provide yet, and what that is.
 NEEDS: dict[str, str] = {
-    "chrome_open_tabs": "Chrome DevTools (CDP) access to a Chrome in the desktop",
-    "chrome_close_tabs": "Chrome DevTools (CDP) access to a Chrome in the desktop",
     "googledrive": "a Google Drive account with OAuth credentials",
     "login": "a Google account and Chrome DevTools",
-    "update_browse_history": "Chrome's History database (Chrome profile support)",
     "proxy": "a proxy provider",
     "tidy_desktop": "an implementation (OSWorld has none either)",
     "act": "an implementation (OSWorld has none either)",
@@ -55,6 +57,9 @@ _STEP_METHODS: dict[str, str] = {
     "activate_window": "_activate_window",
     "close_window": "_close_window",
     "change_wallpaper": "_change_wallpaper",
+    "chrome_open_tabs": "_chrome_open_tabs",
+    "chrome_close_tabs": "_chrome_close_tabs",
+    "update_browse_history": "_update_browse_history",
 }
 SUPPORTED_STEP_TYPES = frozenset(_STEP_METHODS)
 
@@ -215,7 +220,16 @@ class SetupInterpreter:
 
     def _launch(self, params: dict[str, Any]) -> None:
         command = _fill(params["command"], self.context)
-        self.context.client.launch(command, shell=bool(params.get("shell", False)))
+        try:
+            self.context.client.launch(command, shell=bool(params.get("shell", False)))
+        except GuestHTTPError as e:
+            missing = _missing_program(e)
+            if missing is None:
+                raise
+            raise TaskSetupError(
+                f"{self.context.task_id}: the desktop has no {app_label(missing)} to launch "
+                f"(command {command!r}): the task needs an app this desktop lacks"
+            ) from e
 
     def _open(self, params: dict[str, Any]) -> None:
         self.context.client.open_file(params["path"], timeout=self.context.open_timeout)
@@ -281,6 +295,32 @@ class SetupInterpreter:
 
     def _change_wallpaper(self, params: dict[str, Any]) -> None:
         self.context.client.change_wallpaper(params["path"])
+
+    def _chrome_open_tabs(self, params: dict[str, Any]) -> str | None:
+        urls = list(params["urls_to_open"])
+        warnings = chrome_setup.open_tabs(self.context.services.get("cdp"), urls)
+        return "; ".join(warnings) or None
+
+    def _chrome_close_tabs(self, params: dict[str, Any]) -> str | None:
+        urls = list(params["urls_to_close"])
+        warnings = chrome_setup.close_tabs(self.context.services.get("cdp"), urls)
+        return "; ".join(warnings) or None
+
+    def _update_browse_history(self, params: dict[str, Any]) -> None:
+        chrome_setup.update_browse_history(self.context.client, list(params["history"]))
+
+
+def _missing_program(error: GuestHTTPError) -> str | None:
+    """The program a failed ``/setup/launch`` could not find, if that is why it failed.
+
+    Our guest names it in ``missing_command``; OSWorld's answers 500 with the message of the
+    ``FileNotFoundError`` (``[Errno 2] No such file or directory: 'vlc'``).
+    """
+    body = error.body if isinstance(error.body, Mapping) else {}
+    if isinstance(body.get("missing_command"), str):
+        return str(body["missing_command"])
+    found = _NO_SUCH_FILE.search(str(body.get("message") or error.body))
+    return found.group(1) if found else None
 
 
 def _until_satisfied(until: Mapping[str, Any], returncode: int, stdout: str, stderr: str) -> bool:

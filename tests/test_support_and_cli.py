@@ -26,21 +26,21 @@ def test_support_of_single_tasks() -> None:
     )
     assert task_support(ok).supported and task_support(ok).file_and_command_checks
     lacking = _task(
-        func="is_expected_tabs",
-        result={"type": "open_tabs_info"},
+        func="compare_videos",
+        result={"type": "googledrive_file"},
         expected={"type": "rule", "rules": {}},
     )
     lacks = task_support(lacking).lacks
-    assert "getter 'open_tabs_info'" in lacks and "metric 'is_expected_tabs'" in lacks
+    assert "getter 'googledrive_file'" in lacks and "metric 'compare_videos'" in lacks
     chrome = Task.from_dict(
         {
             "id": "c",
             "instruction": "x",
             "evaluator": {"func": "infeasible"},
-            "config": [{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://a"]}}],
+            "config": [{"type": "login", "parameters": {"settings_file": "s.json"}}],
         }
     )
-    assert any("Chrome DevTools" in lack for lack in task_support(chrome).lacks)
+    assert any("Google account" in lack for lack in task_support(chrome).lacks)
 
 
 @pytest.mark.skipif(not OSWORLD_TASKS.is_dir(), reason="shared OSWorld task data not found")

@@ -107,8 +107,8 @@ def test_launch_open_activate_close(clean_desktop: LocalDesktop, cache: AssetCac
     ("step", "fragment"),
     [
         (
-            {"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://x"]}},
-            "needs Chrome DevTools",
+            {"type": "login", "parameters": {"settings_file": "x", "platform": "googledrive"}},
+            "needs a Google account",
         ),
         ({"type": "googledrive", "parameters": {}}, "needs a Google Drive account"),
         ({"type": "teleport", "parameters": {}}, "unknown step type"),

@@ -19,6 +19,10 @@ from typing import Any
 
 from osworld_gym.downloads import AssetCache
 from osworld_gym.errors import EvaluatorError, GuestHTTPError
+from osworld_gym.evaluation.getters_apps import APP_GETTERS
+from osworld_gym.evaluation.getters_browser import CHROME_BROWSER_GETTERS
+from osworld_gym.evaluation.getters_chrome import CHROME_PROFILE_GETTERS
+from osworld_gym.evaluation.getters_html import CHROME_HTML_GETTERS
 from osworld_gym.guest.client import GuestClient
 
 logger = logging.getLogger(__name__)
@@ -222,6 +226,11 @@ GETTERS: dict[str, Getter] = {
     "vm_terminal_output": get_vm_terminal_output,
     "accessibility_tree": get_accessibility_tree,
     "content_from_vm_file": get_content_from_vm_file,
+    # Chrome (profile files, and the running browser over CDP), VLC, desktop shortcuts
+    **CHROME_PROFILE_GETTERS,
+    **CHROME_BROWSER_GETTERS,
+    **CHROME_HTML_GETTERS,
+    **APP_GETTERS,
 }
 
 

@@ -71,13 +71,21 @@ FILE_CHECKS = {
     "compare_conference_city_in_order", "check_pdf_pages", "compare_pdf_images",
     "compare_htmls", "check_mp3_meta", "is_vlc_fullscreen", "check_thunderbird_folder",
 }  # fmt: skip
+# The browser and VLC's live status (values from the Chrome and VLC getters).
+CHROME = {
+    "is_expected_active_tab", "is_expected_active_tab_approximate",
+    "is_expected_url_pattern_match", "is_expected_installed_extensions", "is_expected_tabs",
+    "is_expected_bookmarks", "is_expected_search_query", "is_cookie_deleted",
+    "is_shortcut_on_desktop", "check_history_deleted", "check_enabled_experiments",
+    "check_font_size", "is_added_to_steam_cart", "is_vlc_playing",
+}  # fmt: skip
 # Implemented for OSWorld compatibility although no task of this snapshot uses it.
-UNUSED_BY_TASKS = {"fuzzy_match"}
+UNUSED_BY_TASKS = {"fuzzy_match", "check_enabled_experiments"}
 
 
 def test_registry_holds_exactly_the_claimed_metrics() -> None:
     print(f"{len(METRICS)} metrics: {', '.join(metric_names())}")
-    assert set(METRICS) == REQUIRED | EXTRA | FILE_CHECKS
+    assert set(METRICS) == REQUIRED | EXTRA | FILE_CHECKS | CHROME
     assert metric_names() == sorted(METRICS)
     assert all(callable(fn) and fn.__name__ == name for name, fn in METRICS.items())
 
@@ -125,7 +133,7 @@ def _task_metric_uses() -> collections.Counter[str]:
 @pytest.mark.skipif(not TASKS_DIR.is_dir(), reason=f"OSWorld task files not at {TASKS_DIR}")
 def test_claimed_metrics_are_the_names_real_tasks_use() -> None:
     uses = _task_metric_uses()
-    for name in sorted(REQUIRED | EXTRA | FILE_CHECKS):
+    for name in sorted(REQUIRED | EXTRA | FILE_CHECKS | CHROME):
         used = uses[name] > 0
         assert used is (name not in UNUSED_BY_TASKS), f"{name}: {uses[name]} task uses"
         assert get_metric(name) is METRICS[name]

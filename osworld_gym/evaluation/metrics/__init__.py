@@ -1,7 +1,7 @@
 """Pure metric functions under OSWorld's names, and their registry.
 
 Metrics score files and values on the host; they never touch a desktop. Heavy libraries
-(openpyxl, pandas, python-docx, python-pptx, odfpy, pypdf, rapidfuzz, lxml, cssselect,
+(openpyxl, pandas, python-docx, python-pptx, odfpy, pypdf, rapidfuzz, lxml, cssselect, tldextract,
 mutagen) are imported when a metric runs; a missing one raises ``DependencyNotInstalled``
 with the install command ``pip install 'osworld-gym[eval]'``.
 
