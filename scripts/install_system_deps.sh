@@ -20,7 +20,7 @@ PACKAGES=(
   chromium gimp vlc thunderbird gnome-terminal nautilus
   # Command-line tools OSWorld's task files call in their setup steps and checks.
   socat jq bc xsel xclip tree git zip unzip curl wget sysstat expect file
-  pulseaudio-utils desktop-file-utils libglib2.0-bin python3-tk
+  pulseaudio pulseaudio-utils desktop-file-utils libglib2.0-bin python3-tk
   # gsettings that persist (dconf over the session bus) and GNOME's keys, which tasks set and read.
   dconf-gsettings-backend dconf-service gsettings-desktop-schemas
   # The docker provider: an engine (started by scripts/start_docker.sh), debootstrap for the

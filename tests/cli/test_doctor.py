@@ -19,6 +19,9 @@ def test_doctor_on_this_host() -> None:
     checks = {(c["provider"], c["name"]): c for c in report["checks"]}
     assert checks[("local", "Xvfb")]["status"] == "OK"
     assert checks[("local", "desktop launch")]["ok"], checks[("local", "desktop launch")]
+    sandbox = checks[("local", "sandbox")]
+    mode = "root" if os.geteuid() == 0 else "user namespaces"
+    assert sandbox["ok"] and f"({mode})" in sandbox["detail"], sandbox
     assert checks[("local", "app: libreoffice_calc")]["ok"]  # read from the bundled tasks
     for check in report["checks"]:
         assert check["status"] in ("OK", "MISSING", "WARN")
@@ -40,4 +43,5 @@ def test_doctor_prints_the_fixes_when_tools_are_missing() -> None:
     assert "fix: apt-get install -y openbox" in out
     assert "fix: apt-get install -y docker.io" in out
     assert "fixes, in order:" in out
-    assert "not tried: Xvfb or openbox missing" in out  # no launch without an X server
+    assert "MISSING  sandbox" in out and "fix: apt-get install -y bubblewrap" in out
+    assert "not tried: Xvfb, openbox or the sandbox missing" in out  # no launch without them

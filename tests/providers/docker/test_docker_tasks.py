@@ -105,3 +105,35 @@ def test_osworld_task_with_cached_download_scores_one(guest_image: str, tmp_path
         env.reset(options={"task_id": task["id"]})
         _, reward, *_ = env.step(Done())
         assert reward == 0.0
+
+
+RENAME_DIRECTORY = "e0df059f-28a6-4169-924f-b9623e7184cc"  # os: sudo mkdir in setup; rename it
+
+
+def test_osworld_task_writing_home_user_stays_in_the_container(
+    guest_image: str, tmp_path: Path
+) -> None:
+    """OSWorld's "rename todo_list_Jan_1": its setup runs `sudo mkdir` under /home/user."""
+    task = _osworld_task(RENAME_DIRECTORY)
+    host_paths = [Path(f"/home/user/Desktop/todo_list_Jan_{n}") for n in (1, 2)]
+    assert not any(path.exists() for path in host_paths)
+    provider = DockerProviderConfig(image=guest_image, screen_size=SCREEN)
+    with OSWorldEnv(
+        provider=provider,
+        tasks=[task],
+        action_format="structured",
+        screen_size=SCREEN,
+        max_steps=8,
+        offline=True,
+        cache_dir=str(tmp_path / "cache"),
+    ) as env:
+        steps = [
+            Hotkey(keys=("ctrl", "alt", "t")),
+            Wait(seconds=2),
+            TypeText(text="mv ~/Desktop/todo_list_Jan_1 ~/Desktop/todo_list_Jan_2\n"),
+            Wait(seconds=1),
+            Done(),
+        ]
+        assert run_episode(env, task["id"], steps) == 1.0
+        assert run_episode(env, task["id"], [Done()]) == 0.0
+    assert not any(path.exists() for path in host_paths)
