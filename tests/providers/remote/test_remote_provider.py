@@ -173,7 +173,7 @@ def test_command_reset_runs_locally_with_the_guest_fields(
 def test_guest_script_reset(guests: list[LocalDesktop], tmp_path: Path) -> None:
     config = _config(guests[:1], tmp_path, reset=GuestScriptReset("rm -f ~/Desktop/left.txt"))
     with RemoteProvider(config).launch() as desktop:
-        desktop.client.upload(str(guests[0].home / "Desktop" / "left.txt"), b"leftover")
+        desktop.client.upload("/home/user/Desktop/left.txt", b"leftover")  # the guest's HOME
         assert (guests[0].home / "Desktop" / "left.txt").exists()
         desktop.reset()
         assert not (guests[0].home / "Desktop" / "left.txt").exists()
@@ -196,7 +196,7 @@ def test_through_an_ssh_tunnel_with_a_reset_command_on_the_ssh_server(
         assert local_port not in {int(g.endpoint.rsplit(":", 1)[1]) for g in guests}
         assert _size(desktop.client.screenshot()) == SMALL_SCREEN
         result = desktop.client.execute("echo $HOME", shell=True)
-        assert result.output.strip() == str(guests[0].home)
+        assert result.output.strip() == "/home/user"  # the guest desktop's sandboxed HOME
         desktop.reset()
         assert marker.exists()
         desktop.check()
