@@ -1,15 +1,15 @@
-"""The mount and PID namespace a ``local`` desktop's processes run in (bubblewrap).
+"""The sandbox a ``local`` desktop's processes run in (bubblewrap namespaces).
 
 OSWorld's tasks name absolute ``/home/user/...`` paths in their setup steps and checks, and
 run commands such as ``pkill vlc``. On OSWorld's VM those reach only the VM. A ``local``
 desktop is made of processes on this host, so each of them (session bus, window manager, guest
-server and every app the guest starts) runs under ``bwrap`` with:
+server and every app the guest starts) runs under ``bwrap`` as OSWorld's user ``user`` with:
 
 - the desktop's private home folder mounted at ``/home/user`` (and ``HOME`` pointing there),
   the other homes hidden;
 - private ``/tmp`` and ``/var/tmp`` folders (the host's X sockets are bound into ``/tmp``);
 - a private ``/run`` holding the desktop's state folder (:data:`STATE_MOUNT`) and its
-  ``XDG_RUNTIME_DIR`` (``/run/user/<uid>``, as in a login session);
+  ``XDG_RUNTIME_DIR`` (``/run/user/1000``, as in OSWorld's login session);
 - everything else of the host read-only;
 - one PID and user namespace for all of the desktop's processes, as on a VM: ``pkill`` or
   ``ps`` in a task sees the desktop's own processes and never another desktop's. Its init is
@@ -41,10 +41,8 @@ BIN_MOUNT = f"{STATE_MOUNT}/bin"  # the desktop's command wrappers, first on PAT
 # Chromium's program, mounted under the name Chrome's has (see desktop_bin.CHROME_LINK).
 CHROMIUM_PROGRAM = "/usr/lib/chromium/chromium"
 X11_SOCKETS = "/tmp/.X11-unix"  # the host's X sockets (Xvfb runs outside the sandbox)
-INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap; scripts/install_system_deps.sh)"
-
-
 RUNTIME_MOUNT = f"/run/user/{DESKTOP_UID}"  # XDG_RUNTIME_DIR inside, as in a login session
+INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap; scripts/install_system_deps.sh)"
 
 
 @dataclass(frozen=True)

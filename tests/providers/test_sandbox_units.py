@@ -1,0 +1,128 @@
+"""The sandbox's command lines, identity files and command wrappers, without a desktop."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from osworld_gym.providers import sandbox
+from osworld_gym.providers.desktop_bin import CHROME_LINK, available_wrappers, install_wrappers
+
+
+def _folders(root: Path) -> sandbox.SandboxFolders:
+    return sandbox.SandboxFolders(
+        home=root / "home",
+        tmp=root / "tmp",
+        var_tmp=root / "vt",
+        state=root / "s",
+        runtime=root / "r",
+    )
+
+
+def _pairs(argv: list[str], flag: str) -> dict[str, str]:
+    """Destination -> source of every ``flag SRC DEST`` in a bwrap command line."""
+    return {argv[i + 2]: argv[i + 1] for i, word in enumerate(argv) if word == flag}
+
+
+def test_the_first_process_makes_the_namespaces_and_the_others_join_them(tmp_path: Path) -> None:
+    folders = _folders(tmp_path)
+    first = sandbox.wrap(["init"], folders, join=None)
+    assert first[:8] == ["bwrap", "--unshare-user", "--uid", "1000", "--gid", "1000",
+                         "--unshare-pid", "--as-pid-1"]  # fmt: skip
+    assert first[-2:] == ["--", "init"]
+    joined = sandbox.wrap(["app", "--x"], folders, join=sandbox.Namespaces(user=7, pid=9))
+    assert joined[:5] == ["bwrap", "--userns", "7", "--pidns", "9"]
+    assert "--unshare-user" not in joined and joined[-3:] == ["--", "app", "--x"]
+    # Both see the same mounts: the desktop's folders over OSWorld's paths, the host read-only.
+    for argv in (first, joined):
+        assert _pairs(argv, "--ro-bind")["/"] == "/"
+        binds = _pairs(argv, "--bind")
+        assert binds["/home/user"] == str(folders.home) and binds["/tmp"] == str(folders.tmp)
+        assert binds["/var/tmp"] == str(folders.var_tmp)
+        assert binds["/run/osworld-gym"] == str(folders.state)
+        assert binds["/run/user/1000"] == str(folders.runtime)
+        assert argv[argv.index("--chdir") + 1] == "/home/user"
+
+
+def test_identity_files_name_osworlds_user(tmp_path: Path) -> None:
+    folders = _folders(tmp_path)
+    folders.create()
+    passwd = (folders.state / "passwd").read_text().splitlines()
+    assert "user:x:1000:1000:user:/home/user:/bin/bash" in passwd
+    assert [line for line in passwd if line.split(":")[2] == "1000"] == [passwd[-1]]
+    assert any(line.startswith("root:") for line in passwd)  # the host's users stay
+    group = (folders.state / "group").read_text().splitlines()
+    assert group[-1] == "user:x:1000:" and sum(g.split(":")[2] == "1000" for g in group) == 1
+    assert oct(folders.tmp.stat().st_mode & 0o7777) == "0o1777"
+
+
+def _fake_root(root: Path, programs: list[str]) -> None:
+    for program in programs:
+        path = root / program.lstrip("/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o755)
+    (root / "usr/lib/chromium/resources.pak").parent.mkdir(parents=True, exist_ok=True)
+    (root / "usr/lib/chromium/resources.pak").write_text("pak")
+
+
+def test_wrappers_are_installed_only_for_programs_that_exist(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    _fake_root(root, ["/usr/bin/socat"])
+    assert available_wrappers(str(root)) == ["socat", "sudo"]
+    target = tmp_path / "bin"
+    assert install_wrappers(target, str(root), exclude=("sudo",)) == ["socat"]
+    assert sorted(p.name for p in target.iterdir()) == ["socat"]
+    assert os.access(target / "socat", os.X_OK)
+    assert (target / "socat").read_text().startswith("#!/bin/sh")
+
+
+def test_chrome_gets_chromes_program_name_in_both_layouts(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    _fake_root(root, ["/usr/lib/chromium/chromium"])
+    # A sandbox mounts Chromium's program on an empty file beside links to its resources.
+    mounted = tmp_path / "mounted"
+    assert "google-chrome-stable" in install_wrappers(mounted, str(root), chrome="mount")
+    assert (mounted / "google-chrome-stable").readlink() == Path("google-chrome")
+    assert (mounted / CHROME_LINK).stat().st_size == 0
+    resources = mounted / CHROME_LINK.parent / "resources.pak"
+    assert resources.readlink() == Path("/usr/lib/chromium/resources.pak")
+    assert not (mounted / CHROME_LINK.parent / "chromium").exists()
+    # An image gets a hard link named `chrome` beside Chromium's program.
+    linked = tmp_path / "linked"
+    install_wrappers(linked, str(root), chrome="link")
+    assert (linked / CHROME_LINK).readlink() == Path("/usr/lib/chromium/chrome")
+    assert (root / "usr/lib/chromium/chrome").samefile(root / "usr/lib/chromium/chromium")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching to another user needs root")
+def test_an_ordinary_user_gets_the_same_sandbox_through_user_namespaces() -> None:
+    """The sandbox as `nobody` would run it: unprivileged user namespaces, no root at all."""
+    with tempfile.TemporaryDirectory(prefix="osworld-gym-nobody-") as work:
+        _run_as_nobody(Path(work))
+
+
+def _run_as_nobody(work: Path) -> None:
+    work.chmod(0o755)  # pytest's own temp folders are root's alone
+    folders = _folders(work / "desktop")
+    folders.create()
+    for path in [work / "desktop", *(work / "desktop").rglob("*")]:
+        os.chown(path, 65534, 65534, follow_symlinks=False)
+    script = "id -un; echo hi > /home/user/f && cat /home/user/f; touch /etc/x 2>&1; ps -eo comm"
+    argv = sandbox.wrap(["sh", "-c", script], folders, join=None, bwrap=sandbox.bwrap_path() or "")
+    done = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["user", "hi"], done.stdout + done.stderr
+    assert "Read-only file system" in lines[2]
+    assert lines[3:] == ["COMMAND", "sh", "ps"]  # its own PID namespace
+    assert (folders.home / "f").stat().st_uid == 65534  # the files are the user's own
