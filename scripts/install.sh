@@ -15,7 +15,7 @@ PIP=(python -m pip install -q --disable-pip-version-check --root-user-action=ign
 if ! python -c "import torch" >/dev/null 2>&1; then
   "${PIP[@]}" "torch==2.13.0"
 fi
-EXTRAS="guest,eval,chrome,ray,train,test,docker,ssh,export"
+EXTRAS="guest,eval,media,chrome,ray,train,test,docker,ssh,export"
 if [ "${1:-}" = "--editable" ]; then
   "${PIP[@]}" -e ".[$EXTRAS]"
 else

@@ -26,12 +26,13 @@ def test_support_of_single_tasks() -> None:
     )
     assert task_support(ok).supported and task_support(ok).file_and_command_checks
     lacking = _task(
-        func="compare_videos",
+        func="check_python_file_by_test_suite",
         result={"type": "googledrive_file"},
         expected={"type": "rule", "rules": {}},
     )
     lacks = task_support(lacking).lacks
-    assert "getter 'googledrive_file'" in lacks and "metric 'compare_videos'" in lacks
+    assert "getter 'googledrive_file'" in lacks
+    assert "metric 'check_python_file_by_test_suite'" in lacks
     chrome = Task.from_dict(
         {
             "id": "c",

