@@ -50,13 +50,16 @@ BASE_LABEL = "org.osworld-gym.base"
 RECIPE_ENV = "OSWORLD_GYM_VM_IMAGES"
 
 # The project layer. The base has no metadata (docker import), so everything is set here.
+# MOZ_APP_REMOTINGNAME: Thunderbird's window class as on OSWorld's Ubuntu (see the local
+# provider's environment).
 _DOCKERFILE = """\
 FROM {base}
 COPY bundle /tmp/osworld-gym-bundle
 RUN sh /tmp/osworld-gym-bundle/install_project.sh /tmp/osworld-gym-bundle \\
  && rm -rf /tmp/osworld-gym-bundle
 ENV LANG=C.UTF-8 \\
-    PATH=/opt/osworld-gym/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+    PATH=/opt/osworld-gym/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\
+    MOZ_APP_REMOTINGNAME=thunderbird
 USER user
 WORKDIR /home/user
 ENTRYPOINT ["/usr/local/bin/osworld-gym-desktop"]

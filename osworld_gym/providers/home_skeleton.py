@@ -14,6 +14,9 @@ from pathlib import Path
 
 XDG_FOLDERS = ("Desktop", "Documents", "Downloads", "Music", "Pictures", "Videos")
 
+# Impress's template chooser: LibreOffice 7.4 (Debian 12's) reads ``Misc/NewDoc/AutoPilot``; its
+# schema has no ``Misc/StartWithTemplate`` and drops that item silently (the chooser then opened a
+# few seconds after every Impress start). Both are written, for releases that use either name.
 _LIBREOFFICE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" \
 xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
@@ -26,6 +29,8 @@ oor:op="fuse"><value>true</value></prop></item>
 <item oor:path="/org.openoffice.Setup/Product"><prop oor:name="ooSetupLastVersion" \
 oor:op="fuse"><value>7.4</value></prop></item>
 <item oor:path="/org.openoffice.Office.Impress/Misc"><prop oor:name="StartWithTemplate" \
+oor:op="fuse"><value>false</value></prop></item>
+<item oor:path="/org.openoffice.Office.Impress/Misc/NewDoc"><prop oor:name="AutoPilot" \
 oor:op="fuse"><value>false</value></prop></item>
 {factories}</oor:items>
 """

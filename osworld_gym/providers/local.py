@@ -397,6 +397,9 @@ class LocalDesktop(Desktop):
             SAL_USE_VCLPLUGIN="gtk3",
             GTK_MODULES="gail:atk-bridge",
             QT_ACCESSIBILITY="1",
+            # Thunderbird's window class as on OSWorld's Ubuntu ("Mail.thunderbird"; Debian's
+            # build says "thunderbird-default"): its tasks close it by that class in postconfig.
+            MOZ_APP_REMOTINGNAME="thunderbird",
         )
         env.pop("NO_AT_BRIDGE", None)  # it would hide every app from the accessibility tree
         if self.display:

@@ -125,6 +125,13 @@ def test_ctrl_alt_t_opens_gnome_terminal_whose_text_is_readable() -> None:
         assert "user@" in desktop.client.terminal_output()
 
 
+def test_thunderbird_gets_the_window_class_osworlds_tasks_close() -> None:
+    # OSWorld's Thunderbird tasks close "Mail.thunderbird" by class in postconfig; Debian's
+    # build names its class "thunderbird-default" unless the remoting name says otherwise.
+    with launch_desktop() as desktop:
+        assert _sh(desktop, "echo $MOZ_APP_REMOTINGNAME")[1].strip() == "thunderbird"
+
+
 class _OneLineServer:
     """A loopback TCP server that answers every connection with one line."""
 
