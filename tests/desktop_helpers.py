@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from osworld_gym.actions import Action
 from osworld_gym.env import OSWorldEnv
 from osworld_gym.providers.local import LocalDesktop, LocalProvider, LocalProviderConfig
 
@@ -42,10 +43,16 @@ def wait_until(
 def run_episode(env: OSWorldEnv, task_id: str, steps: list) -> float:
     """Reset to ``task_id``, take ``steps`` until the episode ends; return its last reward.
 
+    A step that is a plain function (not an action) is a condition on the env, polled with
+    :func:`wait_until` until it holds: what an agent would wait to see before acting on.
     Fails the test on an infrastructure fault, a parse error, or steps that never end it.
     """
     env.reset(options={"task_id": task_id})
     for step in steps:
+        if callable(step) and not isinstance(step, Action):
+            name = getattr(step, "__name__", repr(step))
+            wait_until(lambda step=step: step(env), timeout=60, message=name)
+            continue
         _, reward, terminated, truncated, info = env.step(step)
         assert info["infra_error"] is None, info["infra_error"]
         assert info["parse_error"] is None, info["parse_error"]

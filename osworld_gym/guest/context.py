@@ -62,8 +62,6 @@ class GuestContext:
         self.input_lock = threading.Lock()
         self.a11y_lock = threading.Lock()  # one accessibility walk of this display at a time
         self.recorder = Recorder()
-        self._children: list[subprocess.Popen[bytes]] = []
-        self._children_lock = threading.Lock()
 
     def child_env(self) -> dict[str, str]:
         """Environment for commands the guest runs: this display, and a ``python`` with pyautogui.
@@ -78,8 +76,11 @@ class GuestContext:
         return env
 
     def spawn_detached(self, argv: list[str] | str, *, shell: bool) -> subprocess.Popen[bytes]:
-        """Start a long-running program (an app) that outlives the request."""
-        self.reap_children()
+        """Start a long-running program (an app) that outlives the request.
+
+        A thread waits for it, so it leaves no zombie when it quits: OSWorld's checks look for
+        running apps with ``ps aux | grep``, where a zombie would still count as running.
+        """
         log = open(self.state_dir / "launched.log", "ab")  # noqa: SIM115 - handed to the child
         try:
             proc = subprocess.Popen(
@@ -94,14 +95,8 @@ class GuestContext:
             )
         finally:
             log.close()
-        with self._children_lock:
-            self._children.append(proc)
+        threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
         return proc
-
-    def reap_children(self) -> None:
-        """Collect exit statuses of finished launched programs (no zombies)."""
-        with self._children_lock:
-            self._children = [p for p in self._children if p.poll() is None]
 
     def close(self) -> None:
         """Stop a recording and release X connections (apps are left to the provider)."""

@@ -290,6 +290,20 @@ class TestRobustness:
         assert info.value.status == 500
 
 
+def test_a_launched_program_that_quits_leaves_no_zombie(desktop: LocalDesktop) -> None:
+    """OSWorld's checks find running apps with ``ps aux | grep``: a quit app must be gone."""
+    client = desktop.client
+    client.execute("printf '#!/bin/sh\\ntouch /tmp/quitter-ran\\n' > /tmp/quitter", shell=True)
+    client.execute(["chmod", "+x", "/tmp/quitter"])
+    client.launch(["/tmp/quitter"])
+    wait_until(lambda: _read(desktop, "/tmp/quitter-ran") is not None, message="the program")
+
+    def listed() -> str:
+        return client.execute("ps -eo stat=,comm= | grep -w quitter || true", shell=True).output
+
+    wait_until(lambda: not listed(), timeout=5, message="no quitter in the process list")
+
+
 def test_recording_produces_an_mp4(desktop: LocalDesktop, tmp_path) -> None:
     client = desktop.client
     client.start_recording()

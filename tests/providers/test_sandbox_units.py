@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
+import socket
 import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
+from desktop_helpers import wait_until
 
-from osworld_gym.providers import sandbox
+from osworld_gym.providers import desktop_bin, sandbox
 from osworld_gym.providers.desktop_bin import CHROME_LINK, available_wrappers, install_wrappers
 
 
@@ -97,6 +100,49 @@ def test_chrome_gets_chromes_program_name_in_both_layouts(tmp_path: Path) -> Non
     install_wrappers(linked, str(root), chrome="link")
     assert (linked / CHROME_LINK).readlink() == Path("/usr/lib/chromium/chrome")
     assert (root / "usr/lib/chromium/chrome").samefile(root / "usr/lib/chromium/chromium")
+
+
+def _time_wait_port() -> int:
+    """A loopback port left with a connection in TIME_WAIT (its server closed first)."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+            conn, _ = listener.accept()
+            conn.close()  # the server's side closes first: it ends in TIME_WAIT
+            assert client.recv(1) == b""
+    with pytest.raises(OSError), socket.socket() as probe:
+        probe.bind(("127.0.0.1", port))  # a plain bind (no SO_REUSEADDR) is refused
+    return port
+
+
+def _hello(port: int) -> bytes | None:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+            return conn.recv(100)
+    except OSError:
+        return None
+
+
+@pytest.mark.skipif(shutil.which("socat") is None, reason="no socat")
+def test_socat_wrapper_listens_on_a_port_whose_old_connections_linger() -> None:
+    """A reset kills a task's socat; the next task's socat binds the same port at once."""
+    port = _time_wait_port()
+    wrapper = Path(desktop_bin.__file__).parent / "socat"
+    env = {**os.environ, "OSWORLD_GYM_PORT_9222": str(port)}
+    proc = subprocess.Popen(
+        ["sh", str(wrapper), "tcp-listen:9222,fork", "SYSTEM:echo hello"],
+        env=env,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_until(lambda: _hello(port) or proc.poll() is not None, message="socat")
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert _hello(port) == b"hello\n"
+    finally:
+        proc.kill()
+        proc.wait(5)
+        if proc.stderr:
+            proc.stderr.close()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching to another user needs root")

@@ -1,0 +1,98 @@
+"""OSWorld's own `gimp` tasks on a sandboxed local desktop: set up, solved, scored from GIMP's rc.
+
+Each task file is read from shared/osworld_tasks; the tasks launch GIMP 2.10 (Debian's), and
+their postconfig presses Ctrl+Q and reads ``~/.config/GIMP/2.10/<gimprc|sessionrc>``, which GIMP
+writes as it quits. The solutions are written here as an agent would act: GIMP's menus and
+preferences through clicks on the 1280x720 screen (GIMP's first window opens low on a screen
+this small). They quit GIMP themselves and wait until it is gone: the postconfig gives GIMP only
+half a second to write its files after its own Ctrl+Q, too little on a loaded host.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+
+import pytest
+from desktop_helpers import run_episode
+from real_tasks import real_env, real_task
+
+from osworld_gym.actions import Click, Done, Hotkey, TypeText, Wait
+from osworld_gym.env import OSWorldEnv
+
+pytestmark = [pytest.mark.desktop, pytest.mark.apps, pytest.mark.osworld_tasks]
+
+UNDO_LEVELS = "7b7617bd"  # (undo-levels 100) in gimprc
+HIDE_DOCKS = "d52d6308"  # (hide-docks yes) in sessionrc
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[OSWorldEnv]:
+    tasks = [real_task("gimp", task) for task in (UNDO_LEVELS, HIDE_DOCKS)]
+    cache = tmp_path_factory.mktemp("cache")
+    with real_env(tasks, cache_dir=str(cache)) as environment:
+        yield environment
+
+
+def _task_id(env: OSWorldEnv, prefix: str) -> str:
+    return next(task.id for task in env.unwrapped.tasks if task.id.startswith(prefix))
+
+
+def _shell(env: OSWorldEnv, command: str) -> str:
+    return env.unwrapped._desktop.client.execute(command, shell=True).output
+
+
+def gimp_window(env: OSWorldEnv) -> bool:
+    return "GNU Image Manipulation Program" in _shell(env, "wmctrl -l")
+
+
+def preferences_window(env: OSWorldEnv) -> bool:
+    return " Preferences" in _shell(env, "wmctrl -l")
+
+
+def preferences_closed(env: OSWorldEnv) -> bool:
+    return not preferences_window(env)
+
+
+def gimp_gone(env: OSWorldEnv) -> bool:
+    """No live GIMP process (a zombie not yet reaped has written all it would)."""
+    return not _shell(env, "ps -eo stat=,comm= | grep -v '^Z' | grep -w gimp || true").strip()
+
+
+QUIT = [Hotkey(keys=("ctrl", "q")), gimp_gone]
+
+
+def test_undo_levels_through_the_preferences(env: OSWorldEnv) -> None:
+    task = _task_id(env, UNDO_LEVELS)
+    steps = [
+        gimp_window,
+        Wait(seconds=1.0),
+        Click(x=255, y=653),  # "Edit"
+        Wait(seconds=1.0),
+        Click(x=306, y=540),  # "Preferences": it opens on System Resources
+        preferences_window,
+        Wait(seconds=1.0),
+        Click(x=539, y=373, clicks=3),  # "Minimal number of undo levels"
+        TypeText(text="100\t"),
+        Click(x=753, y=688),  # "OK"
+        preferences_closed,
+        *QUIT,
+        Done(),
+    ]
+    assert run_episode(env, task, steps) == 1.0
+    assert run_episode(env, task, [gimp_window, *QUIT, Done()]) == 0.0  # the default, 5
+
+
+def test_hide_the_docks(env: OSWorldEnv) -> None:
+    task = _task_id(env, HIDE_DOCKS)
+    steps = [
+        gimp_window,
+        Wait(seconds=1.0),
+        Click(x=656, y=653),  # "Windows"
+        Wait(seconds=1.0),
+        Click(x=683, y=549),  # "Hide Docks"
+        Wait(seconds=0.5),
+        *QUIT,
+        Done(),
+    ]
+    assert run_episode(env, task, steps) == 1.0
+    assert run_episode(env, task, [gimp_window, *QUIT, Done()]) == 0.0  # (hide-docks no)
