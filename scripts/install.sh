@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine for osworld-gym: system packages (scripts/install_system_deps.sh),
-# then the Python package with its guest, eval, ray, train, test, docker, ssh and export extras
-# into the current Python.
+# then the Python package with its guest, eval, media, chrome, ray, train, test, docker, ssh and
+# export extras into the current Python.
 #   bash scripts/install.sh            # regular install (what CI and users run)
 #   bash scripts/install.sh --editable # for development
 set -euo pipefail
