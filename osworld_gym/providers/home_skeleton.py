@@ -14,6 +14,10 @@ from pathlib import Path
 
 XDG_FOLDERS = ("Desktop", "Documents", "Downloads", "Music", "Pictures", "Videos")
 
+# AutoRecovery stays at LibreOffice's defaults (on, every 10 minutes), as on OSWorld's VM: task
+# libreoffice_impress/2cd43775 ("Enable auto-save every 3min") starts from those defaults in the
+# Options dialog and checks ``Recovery/AutoSave`` in registrymodifications.xcu. A reset restores
+# HOME, so no recovery dialog follows from apps killed in an earlier episode.
 # Impress's template chooser: LibreOffice 7.4 (Debian 12's) reads ``Misc/NewDoc/AutoPilot``; its
 # schema has no ``Misc/StartWithTemplate`` and drops that item silently (the chooser then opened a
 # few seconds after every Impress start). Both are written, for releases that use either name.
