@@ -6,7 +6,8 @@
 Every reset follows a dirtied episode (a file written, a terminal left open) and ends when the
 guest answers again. Rows:
 
-* ``local``: the local provider's reset (apps killed, HOME restored, session restarted).
+* ``local``: the local provider's reset (apps killed, HOME restored, session restarted), in
+  its sandbox; ``local (no sandbox)`` the same with ``sandbox=False``, for the sandbox's cost.
 * ``docker``: the docker provider's reset: the container is replaced by a fresh one from
   ``osworld-gym/desktop`` (needs a running engine and the built image).
 * ``docker (session reset)``: its ``reset_mode="session"``: inside the running container,
@@ -67,8 +68,9 @@ def measure_resets(desktop: Any, resets: int) -> list[float]:
     return times
 
 
-def bench_local(screen: tuple[int, int], resets: int) -> list[float]:
-    with LocalProvider(LocalProviderConfig(screen_size=screen)).launch() as desktop:
+def bench_local(screen: tuple[int, int], resets: int, sandbox: bool = True) -> list[float]:
+    config = LocalProviderConfig(screen_size=screen, sandbox=sandbox)
+    with LocalProvider(config).launch() as desktop:
         return measure_resets(desktop, resets)
 
 
@@ -169,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     screen = (args.width, args.height)
 
     local = bench_local(screen, args.resets)
+    local_bare = bench_local(screen, args.resets, sandbox=False)
     docker = bench_docker(screen, args.resets, args.image)
     docker_session = bench_docker(screen, args.resets, args.image, reset_mode="session")
     osworld_same, container_overhead = bench_osworld_semantics(
@@ -183,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"reset latency, {args.resets} resets each, screen {screen[0]}x{screen[1]}")
     print(f"{'provider':<28} {'median s':>8} {'max s':>8} {'vs boot':>8}")
-    print(row("local", local, full_boot))
+    print(row("local", local, full_boot, "sandboxed (bubblewrap)"))
+    print(row("local (no sandbox)", local_bare, full_boot, "sandbox=False"))
     print(row("docker (recreate)", docker, full_boot))
     print(row("docker (session reset)", docker_session, full_boot, "reset_mode='session'"))
     if isinstance(qemu, dict):
