@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import threading
 import urllib.request
 import uuid
@@ -55,7 +56,8 @@ def test_home_user_tmp_and_var_tmp_are_the_desktops_own() -> None:
 
 def test_the_host_is_read_only_and_other_homes_are_hidden() -> None:
     with launch_desktop() as desktop:
-        for target in ("/etc/osworld-gym-x", "/usr/local/osworld-gym-x", f"{Path.cwd()}/x"):
+        # (The host's /tmp is not among them: the desktop's /tmp is its own.)
+        for target in ("/etc/osworld-gym-x", "/usr/local/osworld-gym-x", f"{sys.prefix}/x"):
             code, _, err = _sh(desktop, f"touch {target}")
             assert code != 0 and "Read-only file system" in err, (target, err)
         code, out, _ = _sh(desktop, "ls -A /home; ls -A /run")
