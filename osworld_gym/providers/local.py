@@ -189,9 +189,15 @@ class LocalDesktop(Desktop):
             )
             self.folders.create()
             install_wrappers(self.state_dir / "bin")
+            # This Python's own files (a venv or checkout under /home or /tmp), for the guest.
+            python = Path(config.python or sys.executable)
+            self._keep_visible = sandbox.hidden_paths(
+                [*sys.path, sys.prefix, sys.base_prefix, str(python.parent.parent)]
+            )
         else:
             self.runtime_dir = _runtime_dir(self.root)
             self.folders = None
+            self._keep_visible = ()
             self.state_dir.mkdir(mode=0o700)
         self.display = ""
         self._dbus_address = ""
@@ -425,7 +431,9 @@ class LocalDesktop(Desktop):
         if self._sandboxed(name):
             assert self.folders is not None and self._bwrap is not None
             join = None if name == "sandbox" else self._namespaces[0]
-            argv = sandbox.wrap(argv, self.folders, join=join, bwrap=self._bwrap)
+            argv = sandbox.wrap(
+                argv, self.folders, join=join, bwrap=self._bwrap, keep_visible=self._keep_visible
+            )
             if join is not None:
                 kwargs["pass_fds"] = (*kwargs.get("pass_fds", ()), *join.fds)  # type: ignore[misc]
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
@@ -469,9 +477,14 @@ class LocalDesktop(Desktop):
     def _empty_temp_folders(self) -> None:
         """Empty the private ``/tmp`` and ``/var/tmp``, as a VM's revert would."""
         if self.folders is not None:
-            # The host's X sockets are mounted on /tmp/.X11-unix: keep its mount point.
-            _empty_folder(self.folders.tmp, keep=(Path(sandbox.X11_SOCKETS).name,))
-            _empty_folder(self.folders.var_tmp)
+            # Mount points stay: the host's X sockets on /tmp/.X11-unix, and the host paths kept
+            # visible (a venv under /tmp), which running programs use.
+            for folder, inside in ((self.folders.tmp, "/tmp"), (self.folders.var_tmp, "/var/tmp")):
+                keep = {Path(path).relative_to(inside).parts[0] for path in self._keep_visible
+                        if path.startswith(inside + "/")}  # fmt: skip
+                if inside == "/tmp":
+                    keep.add(Path(sandbox.X11_SOCKETS).name)
+                _empty_folder(folder, keep=tuple(keep))
 
     def _read_fd_line(self, name: str, fd: int, deadline: float) -> str:
         """Read the line a component writes to our pipe once it is ready (bounded)."""

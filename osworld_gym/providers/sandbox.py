@@ -157,6 +157,7 @@ def wrap(
     *,
     join: Namespaces | None,
     bwrap: str = "bwrap",
+    keep_visible: tuple[str, ...] = (),
 ) -> list[str]:
     """The command line that runs ``argv`` inside the desktop's sandbox.
 
@@ -171,6 +172,8 @@ def wrap(
         join: The desktop's namespaces (their descriptors must be passed to the child), or None
             to create them: ``argv`` then becomes their init (:func:`holder_command`).
         bwrap: The ``bwrap`` executable.
+        keep_visible: Host paths that the sandbox's private folders would hide and that its
+            programs need, shown read-only at the same place (see :func:`hidden_paths`).
     """
     if join is None:
         namespaces = [
@@ -202,10 +205,36 @@ def wrap(
         "--ro-bind", str(folders.state / "passwd"), "/etc/passwd",
         "--ro-bind", str(folders.state / "group"), "/etc/group",
         "--ro-bind-try", CHROMIUM_PROGRAM, f"{BIN_MOUNT}/.chrome/chrome",
+        *[word for path in keep_visible for word in ("--ro-bind", path, path)],
         "--chdir", DESKTOP_HOME,
         "--",
         *argv,
     ]  # fmt: skip
+
+
+# Host folders the sandbox replaces with private ones; what lies under them is hidden.
+HIDDEN_ROOTS = ("/home", "/tmp", "/var/tmp", "/run")
+
+
+def hidden_paths(paths: list[str]) -> tuple[str, ...]:
+    """The existing ``paths`` that the sandbox would hide, outermost only.
+
+    A virtual environment under ``/home/<you>`` or ``/tmp``, an editable checkout there, the
+    user's site-packages: the desktop's Python (its guest server, pyautogui for OSWorld's
+    ``python -c`` steps) needs them at the same place, read-only. Paths under ``/home/user``
+    are left out: that is the desktop's own home.
+    """
+    found: list[str] = []
+    for raw in paths:
+        if not raw or not os.path.isabs(raw) or not os.path.exists(raw):
+            continue
+        path = os.path.realpath(raw)
+        hidden = any(path == root or path.startswith(root + "/") for root in HIDDEN_ROOTS)
+        own_home = path == DESKTOP_HOME or path.startswith(DESKTOP_HOME + "/")
+        if hidden and not own_home and path not in HIDDEN_ROOTS:
+            found.append(path)
+    outermost = [path for path in found if not any(path.startswith(other + "/") for other in found)]
+    return tuple(dict.fromkeys(sorted(outermost)))
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,11 @@ Everything here runs real desktops (Xvfb, openbox, the guest in bubblewrap) and 
 from __future__ import annotations
 
 import json
+import shutil
 import socket
+import subprocess
 import sys
+import tempfile
 import threading
 import urllib.request
 import uuid
@@ -207,3 +210,24 @@ def test_sandbox_probe_reports_how_it_works() -> None:
     support = sandbox.probe()
     assert support.ok, support.detail
     assert support.mode in ("root", "user namespaces")
+
+
+def test_a_python_under_a_hidden_folder_still_runs_the_desktop(tmp_path: Path) -> None:
+    """A venv under /tmp (or /home/<you>) is hidden by the sandbox's own /tmp and /home; the
+    desktop's processes still find it, read-only, and keep it over resets."""
+    venv = Path(tempfile.mkdtemp(prefix="osworld-gym-venv-", dir="/tmp"))
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+            check=True,
+            timeout=120,
+        )
+        python = str(venv / "bin" / "python")
+        with launch_desktop(python=python) as desktop:
+            for _ in range(2):
+                code, out, err = _sh(desktop, "ps -eo args | grep -c '[o]sworld_gym.guest'")
+                assert (code, out) == (0, "1\n"), err
+                assert _sh(desktop, f"test -x {python} && ! touch {venv}/x")[0] == 0
+                desktop.reset()
+    finally:
+        shutil.rmtree(venv, ignore_errors=True)
