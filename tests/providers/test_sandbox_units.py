@@ -172,3 +172,18 @@ def _run_as_nobody(work: Path) -> None:
     assert "Read-only file system" in lines[2]
     assert lines[3:] == ["COMMAND", "sh", "ps"]  # its own PID namespace
     assert (folders.home / "f").stat().st_uid == 65534  # the files are the user's own
+
+
+def test_hidden_paths_keeps_the_outermost_existing_ones_under_private_folders() -> None:
+    with tempfile.TemporaryDirectory(prefix="osworld-gym-hidden-", dir="/tmp") as work:
+        (Path(work) / "venv" / "lib").mkdir(parents=True)
+        paths = [
+            f"{work}/venv/lib",
+            f"{work}/venv",
+            "/usr/lib",  # visible anyway
+            "/tmp",  # the private folder itself
+            f"{work}/missing",
+            "relative/path",
+            "/home/user/.local/lib",  # the desktop's own home
+        ]
+        assert sandbox.hidden_paths(paths) == (f"{work}/venv",)
