@@ -68,9 +68,16 @@ application/x-zerosize=org.xfce.mousepad.desktop
 SYSTEM_OPENBOX_RC = Path("/etc/xdg/openbox/rc.xml")
 
 # Normal windows open maximized, as on OSWorld's desktops (LibreOffice otherwise maps a 24x26
-# window under openbox); dialogs keep their own size.
+# window under openbox); dialogs keep their own size. GIMP places its main window itself (a
+# user-specified position with south-west gravity, 1024x768): on a screen smaller than that it
+# lands mostly below the bottom edge, so its position and size are forced to the whole screen.
 _OPENBOX_APPLICATIONS = """<applications>
   <application type="normal"><maximized>true</maximized></application>
+  <application class="Gimp" type="normal">
+    <position force="yes"><x>0</x><y>0</y></position>
+    <size><width>100%</width><height>100%</height></size>
+    <maximized>true</maximized>
+  </application>
 </applications>"""
 
 # Ctrl+Alt+T opens a terminal, as on OSWorld's Ubuntu: 12 of OSWorld's task files press it in

@@ -3,9 +3,9 @@
 Each task file is read from shared/osworld_tasks; the tasks launch GIMP 2.10 (Debian's), and
 their postconfig presses Ctrl+Q and reads ``~/.config/GIMP/2.10/<gimprc|sessionrc>``, which GIMP
 writes as it quits. The solutions are written here as an agent would act: GIMP's menus and
-preferences through clicks on the 1280x720 screen (GIMP's first window opens low on a screen
-this small). They quit GIMP themselves and wait until it is gone: the postconfig gives GIMP only
-half a second to write its files after its own Ctrl+Q, too little on a loaded host.
+preferences through clicks on the 1280x720 screen (GIMP's window fills it). They quit GIMP
+themselves and wait until it is gone: the postconfig gives GIMP only half a second to write its
+files after its own Ctrl+Q, too little on a loaded host.
 """
 
 from __future__ import annotations
@@ -45,6 +45,15 @@ def gimp_window(env: OSWorldEnv) -> bool:
     return "GNU Image Manipulation Program" in _shell(env, "wmctrl -l")
 
 
+def gimp_on_screen(env: OSWorldEnv) -> bool:
+    """GIMP's window lies on the screen (it places itself below a screen this small otherwise)."""
+    for line in _shell(env, "wmctrl -lG").splitlines():
+        if "GNU Image Manipulation Program" in line:
+            x, y, width = (int(value) for value in line.split()[2:5])
+            return (x, y) < (10, 60) and width >= 1270
+    return False
+
+
 def preferences_window(env: OSWorldEnv) -> bool:
     return " Preferences" in _shell(env, "wmctrl -l")
 
@@ -65,10 +74,11 @@ def test_undo_levels_through_the_preferences(env: OSWorldEnv) -> None:
     task = _task_id(env, UNDO_LEVELS)
     steps = [
         gimp_window,
+        gimp_on_screen,
         Wait(seconds=1.0),
-        Click(x=255, y=653),  # "Edit"
+        Click(x=55, y=31),  # "Edit"
         Wait(seconds=1.0),
-        Click(x=306, y=540),  # "Preferences": it opens on System Resources
+        Click(x=106, y=624),  # "Preferences": it opens on System Resources
         preferences_window,
         Wait(seconds=1.0),
         Click(x=539, y=373, clicks=3),  # "Minimal number of undo levels"
@@ -87,9 +97,9 @@ def test_hide_the_docks(env: OSWorldEnv) -> None:
     steps = [
         gimp_window,
         Wait(seconds=1.0),
-        Click(x=656, y=653),  # "Windows"
+        Click(x=456, y=31),  # "Windows"
         Wait(seconds=1.0),
-        Click(x=683, y=549),  # "Hide Docks"
+        Click(x=483, y=151),  # "Hide Docks"
         Wait(seconds=0.5),
         *QUIT,
         Done(),
