@@ -460,7 +460,14 @@ class LocalDesktop(Desktop):
     def _start_reaper(self) -> subprocess.Popen[bytes]:
         env = {k: v for k, v in os.environ.items() if k != processes.MARKER_VARIABLE}
         return subprocess.Popen(
-            [sys.executable, "-m", "osworld_gym.providers.reaper", self.marker],
+            [
+                sys.executable,
+                "-m",
+                "osworld_gym.providers.reaper",
+                self.marker,
+                str(self.root),
+                str(self.runtime_dir),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             env=env,

@@ -2,12 +2,14 @@
 
 Started by the ``local`` provider with a pipe on stdin. The launcher never writes to it; when
 the launcher exits for any reason (including SIGKILL) the pipe closes, ``read`` returns, and the
-reaper kills every process carrying the desktop's marker. Run as
-``python -m osworld_gym.providers.reaper MARKER``.
+reaper kills every process carrying the desktop's marker, then deletes the desktop's folders
+given after the marker (its private home and state would otherwise stay in the temp folder).
+Run as ``python -m osworld_gym.providers.reaper MARKER [FOLDER ...]``.
 """
 
 from __future__ import annotations
 
+import shutil
 import signal
 import sys
 
@@ -23,12 +25,12 @@ def _stop(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Wait for stdin to close (or SIGTERM), then stop every process of the desktop."""
+    """Wait for stdin to close (or SIGTERM), then stop the desktop and delete its folders."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        sys.stderr.write("usage: python -m osworld_gym.providers.reaper MARKER\n")
+    if not args:
+        sys.stderr.write("usage: python -m osworld_gym.providers.reaper MARKER [FOLDER ...]\n")
         return 2
-    marker = args[0]
+    marker, folders = args[0], args[1:]
     # Ctrl-C in the launcher's terminal reaches this process group too: survive it, so the
     # sweep happens after the launcher is gone rather than racing its own cleanup.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -39,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     except (_Stop, OSError):
         pass
     kill_marked(marker)
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 

@@ -167,12 +167,13 @@ def test_killed_parent_leaves_no_process_behind(tmp_path) -> None:
         from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
         desktop = LocalProvider(LocalProviderConfig(screen_size=(640, 480))).launch()
         desktop.client.launch(["xterm"])
-        print(json.dumps({"marker": desktop.marker}), flush=True)
+        print(json.dumps({"marker": desktop.marker, "root": str(desktop.root)}), flush=True)
         time.sleep(600)
     """)
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
-        marker = json.loads(parent.stdout.readline())["marker"]
+        info = json.loads(parent.stdout.readline())
+        marker, root = info["marker"], info["root"]
         wait_until(lambda: len(processes.find_marked(marker)) >= 5, message="the desktop and xterm")
     finally:
         parent.kill()
@@ -182,6 +183,7 @@ def test_killed_parent_leaves_no_process_behind(tmp_path) -> None:
         timeout=20,
         message="the reaper to stop the orphaned desktop",
     )
+    wait_until(lambda: not os.path.exists(root), message="the reaper to delete its folder")
 
 
 def test_interpreter_exit_without_close_leaves_no_process() -> None:
