@@ -59,6 +59,20 @@ class EvalContext:
         self.scratch.mkdir(parents=True, exist_ok=True)
         return self.scratch
 
+    def fetch_file(self, path: str, dest: str) -> str | None:
+        """A desktop file saved as ``dest`` in :attr:`fetch_dir`; None when it does not exist."""
+        try:
+            data = self.client.download(path)
+        except GuestHTTPError as e:
+            if e.status == 404:
+                logger.info("%s does not exist in the desktop", path)
+                return None
+            raise
+        target = self.fetch_dir / dest
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        return str(target)
+
     @property
     def task_cache(self) -> Path:
         """``<cache>/<task_id>/``, created on first use."""
@@ -84,21 +98,7 @@ def _multi(config: Mapping[str, Any], fetch: Callable[[str, str], Any]) -> Any:
 
 def get_vm_file(ctx: EvalContext, config: Mapping[str, Any]) -> Any:
     """A file from the desktop, saved to the task cache; ``None`` when it does not exist."""
-
-    def fetch(path: str, dest: str) -> str | None:
-        try:
-            data = ctx.client.download(path)
-        except GuestHTTPError as e:
-            if e.status == 404:
-                logger.info("vm_file %s does not exist", path)
-                return None
-            raise
-        target = ctx.fetch_dir / dest
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        return str(target)
-
-    return _multi(config, fetch)
+    return _multi(config, ctx.fetch_file)
 
 
 def get_cloud_file(ctx: EvalContext, config: Mapping[str, Any]) -> Any:

@@ -22,7 +22,6 @@ missing from the package) this one returns ``None`` for a missing presentation a
 
 from __future__ import annotations
 
-import logging
 import posixpath
 import zipfile
 from collections.abc import Callable, Mapping
@@ -30,32 +29,16 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from xml.etree import ElementTree
 
-from osworld_gym.errors import EvaluatorError, GuestHTTPError
+from osworld_gym.errors import EvaluatorError
 
 if TYPE_CHECKING:
     from osworld_gym.evaluation.getters import EvalContext
 
-logger = logging.getLogger(__name__)
 
 _P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
 _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 _R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
 _PKG_REL = "{http://schemas.openxmlformats.org/package/2006/relationships}Relationship"
-
-
-def _download(ctx: EvalContext, path: str, dest: str) -> str | None:
-    """A desktop file saved as ``dest`` in the fetch folder; None when it does not exist."""
-    try:
-        data = ctx.client.download(path)
-    except GuestHTTPError as e:
-        if e.status == 404:
-            logger.info("%s does not exist in the desktop", path)
-            return None
-        raise
-    target = ctx.fetch_dir / dest
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
-    return str(target)
 
 
 def _relationships(package: zipfile.ZipFile, slide: int) -> list[ElementTree.Element] | None:
@@ -81,7 +64,7 @@ def _media(
 ) -> str | None:
     """Fetch the presentation, find the media's relationship target, and get that file."""
     path, slide, dest = config["ppt_file_path"], int(config["slide_index"]), config["dest"]
-    pptx = _download(ctx, path, PurePosixPath(path).name)
+    pptx = ctx.fetch_file(path, PurePosixPath(path).name)
     if pptx is None:
         return None
     try:
@@ -95,7 +78,7 @@ def _media(
         raise EvaluatorError(f"{path} is not a readable presentation: {e}") from e
     if not target.startswith("file://"):
         raise EvaluatorError(f"{path}: media target {target!r} is neither ../ nor file://")
-    return _download(ctx, target[len("file://") :], dest)
+    return ctx.fetch_file(target[len("file://") :], dest)
 
 
 def _audio_target(package: zipfile.ZipFile, slide: int) -> str | None:
