@@ -85,7 +85,16 @@ def _handler(served: Served) -> type[http.server.BaseHTTPRequestHandler]:
 @contextlib.contextmanager
 def file_server(served: Served) -> collections.abc.Iterator[str]:
     """Serve ``served`` on 127.0.0.1 (a free port); yield the base URL; stop afterwards."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(served))
+    with loopback_server(_handler(served)) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def loopback_server(
+    handler: type[http.server.BaseHTTPRequestHandler],
+) -> collections.abc.Iterator[str]:
+    """Run ``handler`` on 127.0.0.1 (a free port); yield the base URL; stop afterwards."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()

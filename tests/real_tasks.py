@@ -29,6 +29,16 @@ def real_task(domain: str, task_id: str) -> dict[str, Any]:
     return json.loads(matches[0].read_text())
 
 
+def task_id(env: OSWorldEnv, prefix: str) -> str:
+    """The id of the env's task that starts with ``prefix``."""
+    return next(task.id for task in env.unwrapped.tasks if task.id.startswith(prefix))
+
+
+def shell(env: OSWorldEnv, command: str) -> str:
+    """What ``command`` prints in the env's desktop (a shell line)."""
+    return env.unwrapped._desktop.client.execute(command, shell=True).output
+
+
 def with_urls(task: dict[str, Any], replacements: dict[str, str]) -> dict[str, Any]:
     """A copy of ``task`` with URLs replaced everywhere (live sites -> loopback pages)."""
     text = json.dumps(copy.deepcopy(task))

@@ -11,12 +11,12 @@ from __future__ import annotations
 import collections.abc
 import http.server
 import shutil
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from desktop_helpers import launch_desktop, wait_until
+from http_helpers import loopback_server
 
 from osworld_gym import cdp
 from osworld_gym.downloads import AssetCache
@@ -57,13 +57,8 @@ class _Pages(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def site() -> collections.abc.Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Pages)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
+    with loopback_server(_Pages) as url:
+        yield url
 
 
 class Browser:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import collections.abc
 import http.server
-import threading
 from typing import Any
 
 import pytest
 from desktop_helpers import run_episode
-from real_tasks import real_env, real_task, with_urls
+from http_helpers import loopback_server
+from real_tasks import real_env, real_task, task_id, with_urls
 
 from osworld_gym.actions import Click, Done, Hotkey, Wait
 from osworld_gym.env import OSWorldEnv
@@ -51,13 +51,8 @@ class _Pages(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def site() -> collections.abc.Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Pages)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
+    with loopback_server(_Pages) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -77,12 +72,8 @@ def env(
         yield environment
 
 
-def _task_id(env: OSWorldEnv, prefix: str) -> str:
-    return next(task.id for task in env.unwrapped.tasks if task.id.startswith(prefix))
-
-
 def test_reopen_the_tab_the_setup_closed(env: OSWorldEnv) -> None:
-    task = _task_id(env, REOPEN_CLOSED_TAB)
+    task = task_id(env, REOPEN_CLOSED_TAB)
     # Ctrl+Shift+T brings back the tab chrome_close_tabs closed over CDP.
     steps = [Hotkey(keys=("ctrl", "shift", "t")), Wait(seconds=1.0), Done()]
     assert run_episode(env, task, steps) == 1.0
@@ -90,7 +81,7 @@ def test_reopen_the_tab_the_setup_closed(env: OSWorldEnv) -> None:
 
 
 def test_bookmark_the_page_on_the_bookmarks_bar(env: OSWorldEnv) -> None:
-    task = _task_id(env, BOOKMARK_TO_BAR)
+    task = task_id(env, BOOKMARK_TO_BAR)
     steps = [
         Hotkey(keys=("ctrl", "d")),  # the star's bubble: Chromium files it in "Other bookmarks"
         Wait(seconds=1.0),

@@ -14,7 +14,7 @@ import collections.abc
 
 import pytest
 from desktop_helpers import run_episode
-from real_tasks import real_env, real_task
+from real_tasks import real_env, real_task, shell, task_id
 
 from osworld_gym.actions import Click, Done, Hotkey, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
@@ -33,21 +33,13 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[OS
         yield environment
 
 
-def _task_id(env: OSWorldEnv, prefix: str) -> str:
-    return next(task.id for task in env.unwrapped.tasks if task.id.startswith(prefix))
-
-
-def _shell(env: OSWorldEnv, command: str) -> str:
-    return env.unwrapped._desktop.client.execute(command, shell=True).output
-
-
 def gimp_window(env: OSWorldEnv) -> bool:
-    return "GNU Image Manipulation Program" in _shell(env, "wmctrl -l")
+    return "GNU Image Manipulation Program" in shell(env, "wmctrl -l")
 
 
 def gimp_on_screen(env: OSWorldEnv) -> bool:
     """GIMP's window lies on the screen (it places itself below a screen this small otherwise)."""
-    for line in _shell(env, "wmctrl -lG").splitlines():
+    for line in shell(env, "wmctrl -lG").splitlines():
         if "GNU Image Manipulation Program" in line:
             x, y, width = (int(value) for value in line.split()[2:5])
             return (x, y) < (10, 60) and width >= 1270
@@ -55,7 +47,7 @@ def gimp_on_screen(env: OSWorldEnv) -> bool:
 
 
 def preferences_window(env: OSWorldEnv) -> bool:
-    return " Preferences" in _shell(env, "wmctrl -l")
+    return " Preferences" in shell(env, "wmctrl -l")
 
 
 def preferences_closed(env: OSWorldEnv) -> bool:
@@ -64,14 +56,14 @@ def preferences_closed(env: OSWorldEnv) -> bool:
 
 def gimp_gone(env: OSWorldEnv) -> bool:
     """No live GIMP process (a zombie not yet reaped has written all it would)."""
-    return not _shell(env, "ps -eo stat=,comm= | grep -v '^Z' | grep -w gimp || true").strip()
+    return not shell(env, "ps -eo stat=,comm= | grep -v '^Z' | grep -w gimp || true").strip()
 
 
 QUIT = [Hotkey(keys=("ctrl", "q")), gimp_gone]
 
 
 def test_undo_levels_through_the_preferences(env: OSWorldEnv) -> None:
-    task = _task_id(env, UNDO_LEVELS)
+    task = task_id(env, UNDO_LEVELS)
     steps = [
         gimp_window,
         gimp_on_screen,
@@ -93,7 +85,7 @@ def test_undo_levels_through_the_preferences(env: OSWorldEnv) -> None:
 
 
 def test_hide_the_docks(env: OSWorldEnv) -> None:
-    task = _task_id(env, HIDE_DOCKS)
+    task = task_id(env, HIDE_DOCKS)
     steps = [
         gimp_window,
         Wait(seconds=1.0),

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 from desktop_helpers import run_episode
-from real_tasks import real_env, real_task
+from real_tasks import real_env, real_task, task_id
 
 from osworld_gym.actions import Click, Done, Hotkey, Press, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
@@ -116,10 +116,6 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[OS
         yield environment
 
 
-def _task_id(env: OSWorldEnv, prefix: str) -> str:
-    return next(task.id for task in env.unwrapped.tasks if task.id.startswith(prefix))
-
-
 def _in_cell(cell: str, text: str) -> list:
     """Go to ``cell`` through the Name Box (Ctrl+Shift+F5) and enter ``text`` there."""
     return [Hotkey(keys=("ctrl", "shift", "f5")), TypeText(text=f"{cell}\n"), TypeText(text=text)]
@@ -129,7 +125,7 @@ def _in_cell(cell: str, text: str) -> list:
 
 
 def test_calc_multiply_a_time_by_a_number(env: OSWorldEnv) -> None:
-    task = _task_id(env, TIME_TIMES_RATE)
+    task = task_id(env, TIME_TIMES_RATE)
     # A time is a fraction of a day: hours = time * 24.
     solved = [*_in_cell("E3", "=E2*24*E4\n"), *SAVE_KEEPING_FORMAT, Done()]
     assert run_episode(env, task, solved) == 1.0
@@ -141,7 +137,7 @@ def test_calc_multiply_a_time_by_a_number(env: OSWorldEnv) -> None:
 
 
 def test_writer_font_throughout_the_text(env: OSWorldEnv) -> None:
-    task = _task_id(env, TIMES_NEW_ROMAN)
+    task = task_id(env, TIMES_NEW_ROMAN)
     steps = [
         Hotkey(keys=("ctrl", "a")),
         Click(**FONT_NAME_BOX, clicks=3),
@@ -157,7 +153,7 @@ def test_writer_font_throughout_the_text(env: OSWorldEnv) -> None:
 
 
 def test_impress_autosave_every_three_minutes(env: OSWorldEnv) -> None:
-    task = _task_id(env, AUTOSAVE)
+    task = task_id(env, AUTOSAVE)
     # Tools > Options (Alt+F12) > Load/Save > General: the tree's 13th row is Load/Save; its
     # page's third control is "Save AutoRecovery information every", then its minutes.
     steps = [
@@ -180,7 +176,7 @@ def test_impress_autosave_every_three_minutes(env: OSWorldEnv) -> None:
 
 
 def test_impress_restore_the_slide_pane(env: OSWorldEnv) -> None:
-    task = _task_id(env, SLIDE_PANE)
+    task = task_id(env, SLIDE_PANE)
     steps = [Click(**VIEW_MENU), Click(**SLIDE_PANE_ITEM), Wait(seconds=1.0), Done()]
     assert run_episode(env, task, steps) == 1.0
     assert run_episode(env, task, [Done()]) == 0.0  # the task's setup hid it

@@ -11,15 +11,15 @@ from __future__ import annotations
 import collections.abc
 import http.server
 import io
-import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from desktop_helpers import run_episode
+from http_helpers import loopback_server
 from PIL import Image
-from real_tasks import real_env, real_task, with_urls
+from real_tasks import real_env, real_task, shell, with_urls
 
 from osworld_gym.actions import Done, Fail, TypeText
 from osworld_gym.env import OSWorldEnv
@@ -61,13 +61,8 @@ def site() -> collections.abc.Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Files)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
+    with loopback_server(Files) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -87,12 +82,8 @@ def _task(env: OSWorldEnv, prefix: str) -> Any:
     return next(task for task in env.unwrapped.tasks if task.id.startswith(prefix))
 
 
-def _shell(env: OSWorldEnv, command: str) -> str:
-    return env.unwrapped._desktop.client.execute(command, shell=True).output
-
-
 def terminal_open(env: OSWorldEnv) -> bool:
-    return "gnome-terminal" in _shell(env, "wmctrl -lx").lower()
+    return "gnome-terminal" in shell(env, "wmctrl -lx").lower()
 
 
 def _compressed(env: OSWorldEnv) -> Path:
@@ -101,7 +92,7 @@ def _compressed(env: OSWorldEnv) -> Path:
 
 def _finished(env: OSWorldEnv, program: str) -> bool:
     """compressed.jpeg is there and ``program`` has quit (the terminal's prompt is back)."""
-    running = _shell(env, f"ps -eo stat=,comm= | grep -v '^Z' | grep -w {program} || true")
+    running = shell(env, f"ps -eo stat=,comm= | grep -v '^Z' | grep -w {program} || true")
     return _compressed(env).exists() and not running.strip()
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from desktop_helpers import run_episode
-from real_tasks import real_env, real_task
+from real_tasks import real_env, real_task, task_id
 
 from osworld_gym.actions import Done, Fail, Hotkey, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
@@ -39,16 +39,12 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[OS
         yield environment
 
 
-def _task_id(env: OSWorldEnv, prefix: str) -> str:
-    return next(task.id for task in env.unwrapped.tasks if task.id.startswith(prefix))
-
-
 def _home(env: OSWorldEnv) -> Path:
     return env.unwrapped._desktop.home
 
 
 def test_rename_a_directory_made_with_sudo_in_home_user(env: OSWorldEnv) -> None:
-    task = _task_id(env, RENAME_DIRECTORY)
+    task = task_id(env, RENAME_DIRECTORY)
     host_paths = [Path(f"/home/user/Desktop/todo_list_Jan_{n}") for n in (1, 2)]
     assert not any(path.exists() for path in host_paths)
     steps = in_terminal("mv ~/Desktop/todo_list_Jan_1 ~/Desktop/todo_list_Jan_2")
@@ -60,14 +56,14 @@ def test_rename_a_directory_made_with_sudo_in_home_user(env: OSWorldEnv) -> None
 
 
 def test_larger_text_through_gsettings(env: OSWorldEnv) -> None:
-    task = _task_id(env, LARGER_TEXT)
+    task = task_id(env, LARGER_TEXT)
     steps = in_terminal("gsettings set org.gnome.desktop.interface text-scaling-factor 1.25")
     assert run_episode(env, task, steps) == 1.0
     assert run_episode(env, task, [Done()]) == 0.0  # a reset forgets the setting
 
 
 def test_infeasible_task_setup_stays_in_the_desktop(env: OSWorldEnv) -> None:
-    task = _task_id(env, COPY_HIERARCHY)
+    task = task_id(env, COPY_HIERARCHY)
     host = Path("/home/user/Desktop/dir1")
     assert not host.exists()
     env.reset(options={"task_id": task})

@@ -15,7 +15,7 @@ import collections.abc
 
 import pytest
 from desktop_helpers import run_episode
-from real_tasks import real_env, real_task
+from real_tasks import real_env, real_task, shell, task_id
 
 from osworld_gym.actions import Click, Done, Hotkey, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
@@ -35,29 +35,21 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[OS
         yield environment
 
 
-def _task_id(env: OSWorldEnv, prefix: str) -> str:
-    return next(task.id for task in env.unwrapped.tasks if task.id.startswith(prefix))
-
-
-def _shell(env: OSWorldEnv, command: str) -> str:
-    return env.unwrapped._desktop.client.execute(command, shell=True).output
-
-
 def _privacy_dialog_shown(env: OSWorldEnv) -> bool:
-    return PRIVACY_DIALOG in _shell(env, "wmctrl -l")
+    return PRIVACY_DIALOG in shell(env, "wmctrl -l")
 
 
 def _preferences_closed(env: OSWorldEnv) -> bool:
-    return "Simple Preferences" not in _shell(env, "wmctrl -l")
+    return "Simple Preferences" not in shell(env, "wmctrl -l")
 
 
 def _terminal_open(env: OSWorldEnv) -> bool:
-    return "gnome-terminal" in _shell(env, "wmctrl -lx").lower()
+    return "gnome-terminal" in shell(env, "wmctrl -lx").lower()
 
 
 def _vlc_gone(env: OSWorldEnv) -> bool:
     """No live VLC process (a reaped-late zombie has written everything it would)."""
-    return not _shell(env, "ps -eo stat=,comm= | grep -v '^Z' | grep -w vlc || true").strip()
+    return not shell(env, "ps -eo stat=,comm= | grep -v '^Z' | grep -w vlc || true").strip()
 
 
 CONTINUE = Click(x=460, y=349)  # the privacy dialog's "Continue"
@@ -66,7 +58,7 @@ UNTOUCHED = [_privacy_dialog_shown, CONTINUE, Wait(seconds=0.5), Done()]
 
 
 def test_recordings_folder_through_the_preferences(env: OSWorldEnv) -> None:
-    task = _task_id(env, RECORDINGS_FOLDER)
+    task = task_id(env, RECORDINGS_FOLDER)
     steps = [
         _privacy_dialog_shown,
         CONTINUE,
@@ -86,7 +78,7 @@ def test_recordings_folder_through_the_preferences(env: OSWorldEnv) -> None:
 
 
 def test_max_volume_in_vlcrc_with_vlc_closed(env: OSWorldEnv) -> None:
-    task = _task_id(env, MAX_VOLUME)
+    task = task_id(env, MAX_VOLUME)
     sed = "sed -i 's/^#*qt-max-volume=.*/qt-max-volume=200/' ~/.config/vlc/vlcrc"
     steps = [
         _privacy_dialog_shown,
