@@ -35,8 +35,10 @@ INSTALL_HINT = "pip install 'osworld-gym[chrome]'"
 
 T = TypeVar("T")
 
-# Per-attempt limit of one connect_over_cdp call, in milliseconds.
-_CONNECT_ATTEMPT_MS = 10_000
+# Per-attempt limit of one connect_over_cdp call, in milliseconds: Playwright's default, as in
+# OSWorld's calls. A refused connection fails at once; one that is accepted can take seconds to
+# set up while a just-started browser loads its first tab, and aborting it only starts over.
+_CONNECT_ATTEMPT_MS = 30_000
 # Pause between connection attempts while the browser is not listening yet.
 _CONNECT_POLL_S = 0.25
 

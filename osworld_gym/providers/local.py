@@ -333,8 +333,10 @@ class LocalDesktop(Desktop):
             keep.extend(self._component_pids("sandbox"))
         if guest is not None and guest.poll() is None and self._guest_healthy():
             keep.extend(self._component_pids("guest"))
-        # SIGKILL after a zero grace: apps need no chance to save, HOME is restored next.
-        processes.terminate(processes.find_marked(self.marker, exclude=keep), timeout=0)
+        # SIGKILL after a zero grace: apps need no chance to save, HOME is restored next. Repeated
+        # while processes remain: an app may fork while it is being stopped, and one that
+        # outlived the reset would hold what the next task needs (Chromium's debugging port).
+        processes.kill_marked(self.marker, exclude=keep, timeout=0)
         for name in [n for n, p in self._procs.items() if p.pid not in keep]:
             _reap(self._procs.pop(name))
         self._restore_home()

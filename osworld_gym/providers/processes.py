@@ -2,8 +2,14 @@
 
 Every process a desktop starts (X server, window manager, guest, and every app the guest
 launches, even those that daemonise with ``setsid`` or double forks) inherits the environment
-variable ``OSWORLD_GYM_DESKTOP=<id>``. Scanning ``/proc/*/environ`` for it finds them all by
-PID; nothing is ever matched by program name.
+variable ``OSWORLD_GYM_DESKTOP=<id>``. Scanning ``/proc/*/environ`` for it finds them by PID;
+nothing is ever matched by program name.
+
+The environment is not enough on its own: ``/proc/<pid>/environ`` shows the memory where the
+environment started, and programs that set their process title write over it (every process of
+Chromium does, its browser process included). So the processes descended from a marked one
+count as the desktop's too. On a sandboxed desktop that closes the gap: an orphan there is
+adopted by the sandbox's init, which is marked.
 """
 
 from __future__ import annotations
@@ -22,21 +28,42 @@ def marker_entry(marker: str) -> bytes:
 
 
 def find_marked(marker: str, *, exclude: Iterable[int] = ()) -> list[int]:
-    """PIDs of live processes whose environment carries this desktop's marker."""
+    """PIDs of the live processes of a desktop: those whose environment carries its marker, and
+    their descendants (see the module doc).
+
+    ``exclude`` leaves processes out of the answer but not their descendants: a kept guest's
+    apps are still found. The calling process is never in the answer.
+    """
     wanted = marker_entry(marker)
-    skip = {os.getpid(), *exclude}
-    found = []
+    parents: dict[int, int] = {}
+    marked = []
     for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) in skip:
+        if not name.isdigit():
             continue
+        pid = int(name)
+        fields = _stat_fields(pid)
+        if fields is None or fields[0] in (b"Z", b"X"):
+            continue  # gone, or a zombie waiting to be reaped
+        parents[pid] = int(fields[1])
         try:
             with open(f"/proc/{name}/environ", "rb") as f:
                 entries = f.read().split(b"\0")
         except OSError:  # gone, or not ours to read
             continue
-        if wanted in entries and is_alive(int(name)):
-            found.append(int(name))
-    return found
+        if wanted in entries:
+            marked.append(pid)
+    kids: dict[int, list[int]] = {}
+    for pid, parent in parents.items():
+        kids.setdefault(parent, []).append(pid)
+    found: set[int] = set()
+    pending = [pid for pid in marked if pid != os.getpid()]
+    while pending:
+        pid = pending.pop()
+        if pid not in found:
+            found.add(pid)
+            pending.extend(kids.get(pid, ()))
+    found -= {os.getpid(), *exclude}
+    return sorted(pid for pid in found if is_alive(pid))
 
 
 def _stat_fields(pid: int) -> list[bytes] | None:

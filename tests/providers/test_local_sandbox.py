@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from desktop_helpers import launch_desktop, wait_until
 
-from osworld_gym.providers import sandbox
+from osworld_gym.providers import processes, sandbox
 from osworld_gym.providers.local import LocalDesktop
 
 pytestmark = pytest.mark.desktop
@@ -204,6 +204,19 @@ def test_google_chrome_runs_chromium_with_chromes_profile_and_the_desktops_port(
         # The browser process is named `chrome`, as on OSWorld's VM (tasks run `pkill chrome`).
         assert _sh(desktop, "pgrep -x chrome")[0] == 0
         assert (desktop.home / ".config" / "google-chrome").is_dir()
+        # Chromium writes its process titles over its environment, marker included: its
+        # processes are the desktop's as descendants, and a reset stops every one of them (one
+        # that outlived it held the debugging port the next task's browser needs).
+        browser = [pid for pid in desktop.pids() if processes.command_name(pid) == b"chrome"]
+        assert len(browser) >= 3  # the browser, its zygotes, renderers...
+        assert any(
+            processes.marker_entry(desktop.marker) not in Path(f"/proc/{pid}/environ").read_bytes()
+            for pid in browser
+        )
+        desktop.reset()
+        assert processes.wait_gone(browser, 0) == []
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", desktop.service_ports["chrome_debugging"]), 2)
 
 
 def test_sandbox_probe_reports_how_it_works() -> None:

@@ -23,11 +23,7 @@ from osworld_gym.actions import Click, Done, Hotkey, Wait
 from osworld_gym.env import OSWorldEnv
 
 pytest.importorskip("playwright.sync_api")
-# Also `slow` (out of CI's `-m "osworld_tasks and not slow"`) until a flake is understood: about
-# one run in three, every CDP connection of a reset's chrome_open_tabs hangs while fetching
-# /json/version through socat for the whole 75 s deadline, on a desktop where the same
-# google-chrome + socat pair answers in 0.3 s when polled directly.
-pytestmark = [pytest.mark.desktop, pytest.mark.apps, pytest.mark.osworld_tasks, pytest.mark.slow]
+pytestmark = [pytest.mark.desktop, pytest.mark.apps, pytest.mark.osworld_tasks]
 
 REOPEN_CLOSED_TAB = "06fe7178"  # chrome_open_tabs x3, chrome_close_tabs x1; open_tabs_info
 BOOKMARK_TO_BAR = "7a5a7856"  # chrome_open_tabs x2; bookmarks after pkill chrome + relaunch
