@@ -81,13 +81,15 @@ CHROME = {
 }  # fmt: skip
 # Audio, video and OCR (the optional 'media' and 'ocr' extras).
 MEDIA = {"compare_audios", "compare_videos", "compare_image_text"}
+# Runs agent-written code: in a child Python, sandboxed (test_metrics_python_tests.py).
+CODE = {"check_python_file_by_test_suite"}
 # Implemented for OSWorld compatibility although no task of this snapshot uses it.
 UNUSED_BY_TASKS = {"fuzzy_match", "check_enabled_experiments"}
 
 
 def test_registry_holds_exactly_the_claimed_metrics() -> None:
     print(f"{len(METRICS)} metrics: {', '.join(metric_names())}")
-    assert set(METRICS) == REQUIRED | EXTRA | FILE_CHECKS | CHROME | MEDIA
+    assert set(METRICS) == REQUIRED | EXTRA | FILE_CHECKS | CHROME | MEDIA | CODE
     assert metric_names() == sorted(METRICS)
     assert all(callable(fn) and fn.__name__ == name for name, fn in METRICS.items())
 
@@ -135,7 +137,7 @@ def _task_metric_uses() -> collections.Counter[str]:
 @pytest.mark.skipif(not TASKS_DIR.is_dir(), reason=f"OSWorld task files not at {TASKS_DIR}")
 def test_claimed_metrics_are_the_names_real_tasks_use() -> None:
     uses = _task_metric_uses()
-    for name in sorted(REQUIRED | EXTRA | FILE_CHECKS | CHROME | MEDIA):
+    for name in sorted(REQUIRED | EXTRA | FILE_CHECKS | CHROME | MEDIA | CODE):
         used = uses[name] > 0
         assert used is (name not in UNUSED_BY_TASKS), f"{name}: {uses[name]} task uses"
         assert get_metric(name) is METRICS[name]

@@ -32,6 +32,7 @@ from osworld_gym.evaluation.metrics import (
     ocr,
     os_state,
     pdf_html,
+    python_tests,
     slides,
     slides_checks,
     table,
@@ -69,6 +70,7 @@ _ALL: tuple[Metric, ...] = (
     vscode.check_json_settings,
     vscode.check_json_keybindings,
     vscode.is_extension_installed,
+    python_tests.check_python_file_by_test_suite,
     vscode.compare_config,
     # desktop state
     a11y.check_accessibility_tree,
