@@ -9,6 +9,9 @@ from typing import Any
 
 DEFAULT_SUITE = "desktop-basics"
 ACTION_FORMATS = ("uitars", "pyautogui", "computer_13", "structured")
+# "osworld": every metric scores as OSWorld's own code does (published numbers compare);
+# "fixed": the metrics where OSWorld has a score-changing bug use the corrected version.
+EVALUATION_MODES = ("osworld", "fixed")
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,8 @@ class EnvConfig:
         cache_dir: Host folder of the task asset cache (default ``~/.cache/osworld-gym``).
         offline: Never download task assets; they must be in the cache.
         client_password: The desktop user's password (OSWorld's ``{CLIENT_PASSWORD}``).
+        evaluation: ``"osworld"`` (default) scores exactly as OSWorld's code, bugs included;
+            ``"fixed"`` corrects the metrics the README lists as fixed.
     """
 
     action_format: str = "uitars"
@@ -57,11 +62,16 @@ class EnvConfig:
     cache_dir: str | None = None
     offline: bool = False
     client_password: str = "password"
+    evaluation: str = "osworld"
 
     def __post_init__(self) -> None:
         if self.action_format not in ACTION_FORMATS:
             raise ValueError(
                 f"action_format must be one of {ACTION_FORMATS}, got {self.action_format!r}"
+            )
+        if self.evaluation not in EVALUATION_MODES:
+            raise ValueError(
+                f"evaluation must be one of {EVALUATION_MODES}, got {self.evaluation!r}"
             )
         if self.max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {self.max_steps}")
