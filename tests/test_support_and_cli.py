@@ -26,13 +26,13 @@ def test_support_of_single_tasks() -> None:
     )
     assert task_support(ok).supported and task_support(ok).file_and_command_checks
     lacking = _task(
-        func="check_python_file_by_test_suite",
+        func="check_python_file_by_gold_file",  # OSWorld's stub (its body is `pass`)
         result={"type": "googledrive_file"},
         expected={"type": "rule", "rules": {}},
     )
     lacks = task_support(lacking).lacks
     assert "getter 'googledrive_file'" in lacks
-    assert "metric 'check_python_file_by_test_suite'" in lacks
+    assert "metric 'check_python_file_by_gold_file'" in lacks
     chrome = Task.from_dict(
         {
             "id": "c",

@@ -28,8 +28,7 @@ def marker_entry(marker: str) -> bytes:
 
 
 def find_marked(marker: str, *, exclude: Iterable[int] = ()) -> list[int]:
-    """PIDs of the live processes of a desktop: those whose environment carries its marker, and
-    their descendants (see the module doc).
+    """PIDs of a desktop's live processes: marked ones and their descendants (module doc).
 
     ``exclude`` leaves processes out of the answer but not their descendants: a kept guest's
     apps are still found. The calling process is never in the answer.

@@ -1,4 +1,4 @@
-"""check_python_file_by_test_suite: the task's test suite, run in a child Python on the agent's files."""
+"""check_python_file_by_test_suite: the task's test suite run on the agent's files."""
 
 from __future__ import annotations
 
@@ -96,7 +96,10 @@ def test_a_suite_that_hangs_is_stopped_and_scores_zero(tmp_path: Path) -> None:
 
 
 def test_output_of_the_suite_cannot_forge_a_score(tmp_path: Path) -> None:
-    suite = 'import json\nprint(json.dumps({"score": 1.0, "detail": "x"}))\ndef test():\n    return False\n'
+    suite = (
+        'import json\nprint(json.dumps({"score": 1.0, "detail": "x"}))\n'
+        "def test():\n    return False\n"
+    )
     assert _score(tmp_path, suite) == 0.0
 
 
