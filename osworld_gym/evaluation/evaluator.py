@@ -22,6 +22,7 @@ from typing import Any
 
 from osworld_gym.errors import DependencyNotInstalled, EvaluatorError, GuestError
 from osworld_gym.evaluation.getters import GETTERS, EvalContext, Getter
+from osworld_gym.evaluation.metrics._deps import INSTALL_HINT
 from osworld_gym.tasks.model import Check, EvaluatorSpec, GetterSpec
 
 logger = logging.getLogger(__name__)
@@ -48,27 +49,40 @@ class EvaluationResult:
     reason: str = ""  # set when a rule decided the score without metrics (infeasible, FAIL)
 
 
-def default_metrics() -> Mapping[str, Metric]:
-    """The metric registry of :mod:`osworld_gym.evaluation.metrics`."""
-    from osworld_gym.evaluation.metrics import METRICS
+def default_metrics(mode: str = "osworld") -> Mapping[str, Metric]:
+    """The metric registry of :mod:`osworld_gym.evaluation.metrics` for an evaluation mode.
 
-    return METRICS
+    Args:
+        mode: ``"osworld"`` (OSWorld's scores) or ``"fixed"`` (its known metric bugs fixed).
+    """
+    from osworld_gym.evaluation.metrics import metrics_for
+
+    return metrics_for(mode)
 
 
 class Evaluator:
     """Evaluates tasks with registered getters and metrics.
 
     Args:
-        metrics: Name -> metric function (default: the package's registry).
+        metrics: Name -> metric function (default: the package's registry for ``mode``).
         getters: Getter type -> getter (default: :data:`~osworld_gym.evaluation.getters.GETTERS`).
+        mode: ``"osworld"`` (default: score as OSWorld's code does) or ``"fixed"`` (the
+            metrics of :data:`~osworld_gym.evaluation.metrics.FIXED_METRICS` corrected);
+            ignored when ``metrics`` is given.
+
+    Attributes:
+        mode: The evaluation mode.
     """
 
     def __init__(
         self,
         metrics: Mapping[str, Metric] | None = None,
         getters: Mapping[str, Getter] | None = None,
+        *,
+        mode: str = "osworld",
     ) -> None:
-        self.metrics = dict(metrics if metrics is not None else default_metrics())
+        self.mode = mode
+        self.metrics = dict(metrics if metrics is not None else default_metrics(mode))
         self.getters = dict(getters if getters is not None else GETTERS)
 
     def missing(self, spec: EvaluatorSpec) -> list[str]:
@@ -136,6 +150,12 @@ class Evaluator:
             return CheckResult(check.func, 0.0, f"file not found: {e}")
         except (GuestError, DependencyNotInstalled):
             raise  # infrastructure or installation problems are not the agent's score
+        except ImportError as e:
+            # A library's own lazy import failed (pandas' Excel engine, say): an installation
+            # problem too, reported like the metrics' own missing libraries.
+            raise DependencyNotInstalled(
+                f"check {check.func!r} needs a library that is not installed ({e}): {INSTALL_HINT}"
+            ) from e
         except Exception as e:  # noqa: BLE001 - a broken output file scores 0, visibly
             logger.warning("check %s raised %s: %s", check.func, type(e).__name__, e)
             return CheckResult(check.func, 0.0, f"{type(e).__name__}: {e}")

@@ -105,6 +105,38 @@ def test_compare_archive_pdf_and_tar(tmp_path: Path) -> None:
     assert metric(str(tar_path), gold, file_type="pdf") == 1.0
 
 
+def pages_pdf(path: Path, pages: list[str]) -> str:
+    """A PDF with one page per text (PyMuPDF writes it)."""
+    pymupdf = pytest.importorskip("pymupdf")
+    document = pymupdf.open()
+    for text in pages:
+        document.new_page().insert_text((72, 72), text)
+    document.save(path)
+    return str(path)
+
+
+def test_compare_pdfs_reads_text_as_pymupdf(tmp_path: Path) -> None:
+    """OSWorld's text: PyMuPDF ends every line with a newline; pypdf runs pages together."""
+    from osworld_gym.evaluation.metrics.archives import pdf_text
+
+    two_pages = pages_pdf(tmp_path / "two.pdf", ["Alpha", "Beta"])
+    one_page = pages_pdf(tmp_path / "one.pdf", ["Alpha\nBeta"])
+    assert get_metric("compare_pdfs")(two_pages, one_page) == 1.0
+    assert pdf_text(two_pages) == "AlphaBeta" != pdf_text(one_page)  # pypdf would score < 1
+    result = make_zip(tmp_path / "r.zip", {"a.pdf": Path(two_pages).read_bytes()})
+    gold = make_zip(tmp_path / "g.zip", {"a.pdf": Path(one_page).read_bytes()})
+    assert get_metric("compare_archive")(result, gold, file_type="pdf") == 1.0
+
+
+def test_compare_archive_empty_folder_scores_zero(tmp_path: Path) -> None:
+    """OSWorld divides by the number of files, and fails, on an empty folder."""
+    metric = get_metric("compare_archive")
+    empty = make_zip(tmp_path / "empty.zip", {"docs/": ""})
+    assert metric(empty, empty, file_path="docs") == 0.0
+    nothing = make_zip(tmp_path / "nothing.zip", {})
+    assert metric(nothing, nothing) == 0.0
+
+
 def test_compare_archive_bad_input(tmp_path: Path) -> None:
     metric = get_metric("compare_archive")
     gold = make_zip(tmp_path / "gold.zip", SLIDES)

@@ -222,15 +222,34 @@ def test_check_json_keybindings(write, content: str, score: float) -> None:
     assert metric(None, {"expected": BINDING}) == 0.0
 
 
+STRICT = {"containment_ok": False}
+
+
 @pytest.mark.parametrize(
     ("content", "expected", "options", "score"),
     [
+        # OSWorld's default: containment (JSON subset; substring when either is not JSON).
         ("project", "project", {}, 1.0),
-        ("project\n", "project", {}, 0.0),
-        ('{"theme": "Dark", "x": 1}', '{"theme": "Dark"}\n', {}, 0.0),
+        ("project\n", "project", {}, 1.0),
+        ("the project folder", "project", {}, 1.0),
+        ("proj", "project", {}, 0.0),
+        ('{"theme": "Dark", "x": 1}', '{"theme": "Dark"}\n', {}, 1.0),
         ('{"theme": "Dark", "x": 1}', '{"theme": "Dark"}\n', {"containment_ok": True}, 1.0),
-        ('{"theme": "Light"}', '{"theme": "Dark"}\n', {"containment_ok": True}, 0.0),
-        ("the project folder", "project", {"containment_ok": True}, 1.0),
+        ('{"theme": "Light"}', '{"theme": "Dark"}\n', {}, 0.0),
+        ('{"a": {"b": 1, "c": 2}}', '{"a": {"b": 1}}', {}, 1.0),  # nested objects too
+        ('{"a": [1, 2]}', '{"a": [1]}', {}, 0.0),  # lists must be equal
+        # Both JSON but not a subset: no substring fallback, even when the text occurs.
+        ('{"k": "{}", "x": 2}', "{}", {}, 1.0),
+        ('["x", 1]', '"x"', {}, 0.0),
+        # The file is not JSON (a comment): the stripped expected text must occur in it.
+        ('// c\n{"theme": "Dark"}', '{"theme": "Dark"}\n', {}, 1.0),
+        ('// c\n{"theme":"Dark"}', '{"theme": "Dark"}', {}, 0.0),
+        ("anything", "", {}, 0.0),  # an empty expectation never passes
+        # containment_ok false: equal texts, or equal JSON values.
+        ("project", "project", STRICT, 1.0),
+        ("project\n", "project", STRICT, 0.0),
+        ('{"theme": "Dark", "x": 1}', '{"theme": "Dark"}\n', STRICT, 0.0),
+        ('{ "theme" : "Dark" }', '{"theme": "Dark"}\n', STRICT, 1.0),
     ],
 )
 def test_compare_config(write, content: str, expected: str, options: dict, score: float) -> None:
@@ -248,7 +267,11 @@ def test_compare_config(write, content: str, expected: str, options: dict, score
         ("a,b \n", ["a,b\n"], {}, 0.0),
         ("a,b \n", ["a,b\n"], {"strict": False}, 1.0),
         ("A,B\n", ["a,b\n"], {"ignore_case": True}, 1.0),
-        ("\ufeffa,b\n", ["a,b\n"], {}, 1.0),  # a UTF-8 byte-order mark is dropped
+        # A UTF-8 byte-order mark is part of the first line, as OSWorld reads it.
+        ("\ufeffa,b\n", ["a,b\n"], {}, 0.0),
+        ("\ufeffa,b\n", ["a,b\n"], {"strict": False}, 0.0),
+        ("\ufeffa,b\n", ["\ufeffa,b\n"], {}, 1.0),
+        ("a,b\r\n1,2\r\n", ["a,b\n1,2"], {}, 1.0),  # line ends do not count
     ],
 )
 def test_compare_csv(

@@ -13,7 +13,7 @@ ImageDraw = pytest.importorskip("PIL.ImageDraw")
 ImageEnhance = pytest.importorskip("PIL.ImageEnhance")
 np = pytest.importorskip("numpy")
 
-from osworld_gym.evaluation.metrics import get_metric  # noqa: E402
+from osworld_gym.evaluation.metrics import get_metric, metrics_for  # noqa: E402
 
 
 def photo(width: int = 64, height: int = 48) -> Any:
@@ -178,33 +178,98 @@ def test_check_structure_sim_with_threshold(tmp_path: Path, original: str) -> No
     assert metric(two, two) == 0.0
 
 
-def test_check_green_background(tmp_path: Path) -> None:
+def green_scene(background: tuple[int, int, int], size: tuple[int, int], mode: str = "RGB") -> Any:
+    """A plain background with a black square (the object) near the top-left corner."""
+    img = Image.new("RGB", size, background)
+    ImageDraw.Draw(img).rectangle((5, 5, 15, 15), fill=(0, 0, 0))
+    return img.convert(mode)
+
+
+def test_check_green_background_scores_as_osworld(tmp_path: Path) -> None:
+    """OSWorld reads pixel [x, y] of (row, column) arrays, as stored: square images only."""
     metric = get_metric("check_green_background")
 
+    def score(result: Any, reference: Any) -> float:
+        return metric(save(result, tmp_path / "result.png"), save(reference, tmp_path / "ref.png"))
+
+    white = (255, 255, 255)
+    green, yellow = (30, 200, 40), (200, 200, 40)
+    assert score(green_scene(green, (30, 30)), green_scene(white, (30, 30))) == 1.0
+    assert score(green_scene(yellow, (30, 30)), green_scene(white, (30, 30))) == 0.0
+    assert score(green_scene(green, (40, 24)), green_scene(white, (40, 24))) == 0.0  # not square
+    assert score(green_scene(green, (24, 40)), green_scene(white, (24, 40))) == 0.0
+    assert score(green_scene(green, (30, 30)), green_scene(white, (30, 30), "L")) == 0.0  # grey
+    assert score(green_scene(green, (30, 30)), green_scene(white, (30, 30), "P")) == 0.0
+    assert score(green_scene(green, (30, 30)), green_scene(white, (30, 30), "RGBA")) == 1.0
+    # A larger result: the reference's square is read from its top-left corner.
+    assert score(green_scene(green, (40, 40)), green_scene(white, (30, 30))) == 1.0
+    assert score(green_scene(green, (20, 20)), green_scene(white, (30, 30))) == 0.0
+    assert score(green_scene(white, (30, 30)), Image.new("RGB", (30, 30))) == 1.0  # all black
+    assert metric(None, None) == 0.0
+
+
+def test_check_green_background_fixed(tmp_path: Path) -> None:
+    metric = metrics_for("fixed")["check_green_background"]
+
     def scene(background: tuple[int, int, int], size: tuple[int, int] = (40, 24)) -> Any:
-        img = Image.new("RGB", size, background)
-        ImageDraw.Draw(img).rectangle((5, 5, 15, 15), fill=(0, 0, 0))
-        return img
+        return green_scene(background, size)
 
     reference = save(scene((255, 255, 255)), tmp_path / "reference.png")  # not square
     assert metric(save(scene((30, 200, 40)), tmp_path / "green.png"), reference) == 1.0
     assert metric(save(scene((255, 255, 255)), tmp_path / "white.png"), reference) == 0.0
     assert metric(save(scene((200, 200, 40)), tmp_path / "yellow.png"), reference) == 0.0
     assert metric(save(scene((30, 200, 40), (24, 40)), tmp_path / "turned.png"), reference) == 0
+    grey = save(green_scene((255, 255, 255), (40, 24), "L"), tmp_path / "grey.png")
+    assert metric(save(scene((30, 200, 40)), tmp_path / "green.png"), grey) == 1.0
 
 
-def test_check_triangle_position(tmp_path: Path) -> None:
+def triangle_image(
+    cx: int, cy: int, markers: tuple[tuple[int, tuple[int, int, int]], ...] = ()
+) -> Any:
+    """A yellow triangle centred at (cx, cy) on blue, with marker runs along the top edge.
+
+    Each marker is ``(n, colour)``: n pixels of a colour rarer than the triangle's.
+    """
+    img = Image.new("RGB", (200, 160), (40, 40, 120))
+    corners = [(cx - 12, cy + 10), (cx + 12, cy + 10), (cx, cy - 10)]
+    draw = ImageDraw.Draw(img)
+    draw.polygon(corners, fill="yellow")
+    for row, (count, colour) in enumerate(markers):
+        draw.line((0, 2 * row, count - 1, 2 * row), fill=colour)
+    return img
+
+
+def test_check_triangle_position_scores_as_osworld(tmp_path: Path) -> None:
+    """OSWorld sorts colours by ascending count and takes the second one."""
     metric = get_metric("check_triangle_position")
 
-    def triangle_at(cx: int, cy: int) -> str:
-        img = Image.new("RGB", (200, 160), (40, 40, 120))
-        corners = [(cx - 12, cy + 10), (cx + 12, cy + 10), (cx, cy - 10)]
-        ImageDraw.Draw(img).polygon(corners, fill="yellow")
-        return save(img, tmp_path / f"t{cx}_{cy}.png")
+    def score(img: Any, name: str) -> float:
+        return metric(save(img, tmp_path / f"{name}.png"))
+
+    # Two colours: the second least frequent is the background, centred wherever the shape is.
+    assert score(triangle_image(100, 80), "two_centred") == 1.0
+    assert score(triangle_image(30, 30), "two_off") == 1.0
+    # Three colours: the triangle's colour comes second.
+    assert score(triangle_image(30, 30, ((4, (255, 0, 0)),)), "three_off") == 0.0
+    assert score(triangle_image(100, 80, ((4, (255, 0, 0)),)), "three_centred") == 1.0
+    # Four: a 9-pixel run in the corner is second, so a centred triangle fails.
+    markers = ((4, (255, 0, 0)), (9, (0, 255, 0)))
+    assert score(triangle_image(100, 80, markers), "four_centred") == 0.0
+    assert score(triangle_image(100, 80).convert("L"), "grey") == 0.0  # no colour channels
+    assert score(Image.new("RGB", (50, 50), "white"), "empty") == 0.0
+    assert metric(None) == 0.0
+
+
+def test_check_triangle_position_fixed(tmp_path: Path) -> None:
+    metric = metrics_for("fixed")["check_triangle_position"]
+
+    def triangle_at(cx: int, cy: int, markers: tuple = ()) -> str:
+        return save(triangle_image(cx, cy, markers), tmp_path / f"t{cx}_{cy}_{len(markers)}.png")
 
     assert metric(triangle_at(100, 80)) == 1.0
     assert metric(triangle_at(30, 30)) == 0.0
     assert metric(triangle_at(100, 30)) == 0.0  # centred across, not down
+    assert metric(triangle_at(100, 80, ((4, (255, 0, 0)), (9, (0, 255, 0))))) == 1.0
     assert metric(save(Image.new("RGB", (50, 50), "white"), tmp_path / "empty.png")) == 0.0
 
 

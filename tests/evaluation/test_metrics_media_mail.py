@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from osworld_gym.evaluation.metrics import get_metric
+from osworld_gym.evaluation.metrics import get_metric, metrics_for
 
 # --- check_mp3_meta --------------------------------------------------------------------------
 
@@ -79,8 +79,28 @@ def mbox(tmp_path: Path, name: str, *messages: str) -> str:
     return str(path)
 
 
-def test_check_thunderbird_folder(tmp_path: Path) -> None:
+def test_check_thunderbird_folder_scores_as_osworld(tmp_path: Path) -> None:
+    """OSWorld's reader keeps only blank pieces between upper-case "FROM - " markers."""
     metric = get_metric("check_thunderbird_folder")
+    gold = mbox(tmp_path, "gold", message("Invoice"), message("Receipt"))
+    wrong = mbox(tmp_path, "wrong", message("Spam"))
+    assert metric(wrong, gold) == 1.0  # any two non-empty folders pass
+    assert metric([wrong, gold], [gold, wrong]) == 1.0
+    empty = mbox(tmp_path, "empty")
+    assert metric(empty, gold) == 0.0  # an empty file is one blank piece, a folder none
+    assert metric(empty, empty) == 1.0
+    marked = mbox(tmp_path, "marked", "FROM - x\n", "FROM - y\n")
+    assert metric(marked, empty) == 1.0  # a leading "FROM - " leaves a blank piece too
+    assert metric(marked, gold) == 0.0
+    assert metric(None, gold) == 0.0
+    assert metric(str(tmp_path / "absent"), gold) == 0.0
+    latin = tmp_path / "latin"
+    latin.write_bytes("caf\xe9".encode("latin-1"))
+    assert metric(str(latin), gold) == 0.0  # not UTF-8: OSWorld's read fails
+
+
+def test_check_thunderbird_folder_fixed(tmp_path: Path) -> None:
+    metric = metrics_for("fixed")["check_thunderbird_folder"]
     gold = mbox(tmp_path, "gold", message("Invoice"), message("Receipt"))
     # other order, other "From -" dates: same folder
     reordered = mbox(
@@ -103,8 +123,8 @@ def test_check_thunderbird_folder(tmp_path: Path) -> None:
     assert metric(unread, gold, ignore_status=True) == 1.0
 
 
-def test_check_thunderbird_folder_lists_and_missing_files(tmp_path: Path) -> None:
-    metric = get_metric("check_thunderbird_folder")
+def test_check_thunderbird_folder_fixed_lists_and_missing_files(tmp_path: Path) -> None:
+    metric = metrics_for("fixed")["check_thunderbird_folder"]
     a = mbox(tmp_path, "a", message("Invoice"))
     b = mbox(tmp_path, "b", message("Receipt"))
     assert metric([a, b], [a, b]) == 1.0

@@ -181,7 +181,7 @@ def test_importing_metrics_loads_no_heavy_library() -> None:
         "import sys, osworld_gym; before = set(sys.modules);"
         "import osworld_gym.evaluation.metrics as m; m.get_metric('compare_table');"
         "heavy = {'pandas', 'openpyxl', 'docx', 'pptx', 'odf', 'pypdf', 'rapidfuzz', 'lxml',"
-        " 'PIL', 'numpy', 'yaml', 'mutagen', 'cssselect'};"
+        " 'PIL', 'numpy', 'yaml', 'mutagen', 'cssselect', 'pymupdf', 'fitz'};"
         "print(sorted(heavy & {k.split('.')[0] for k in set(sys.modules) - before}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

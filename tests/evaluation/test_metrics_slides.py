@@ -17,7 +17,7 @@ from pptx.enum.text import PP_ALIGN  # noqa: E402
 from pptx.oxml.ns import qn  # noqa: E402
 from pptx.util import Emu, Inches, Pt  # noqa: E402
 
-from osworld_gym.evaluation.metrics import get_metric  # noqa: E402
+from osworld_gym.evaluation.metrics import get_metric, metrics_for  # noqa: E402
 
 compare = get_metric("compare_pptx_files")
 
@@ -197,11 +197,30 @@ def test_modify_height(tmp_path: Path) -> None:
     assert score(tmp_path, taller, Spec(picture=taller.picture), **options) == 1.0
 
 
-def test_shape_lenient_height(tmp_path: Path) -> None:
+LENIENT = {"examine_shape": False, "examine_shape_lenient_height": True, "_note": "ignored"}
+
+
+def test_shape_lenient_height_is_ignored_as_in_osworld(tmp_path: Path) -> None:
+    """OSWorld's code never reads the option: with examine_shape off, geometry is free."""
     left, top, width, height = Spec.box
-    options = {"examine_shape": False, "examine_shape_lenient_height": True, "_note": "ignored"}
-    assert score(tmp_path, Spec(box=(left, top, width, height * 2)), **options) == 1.0
-    assert score(tmp_path, Spec(box=(left * 2, top, width, height)), **options) == 0.0
+    assert score(tmp_path, Spec(box=(left, top, width, height * 2)), **LENIENT) == 1.0
+    assert score(tmp_path, Spec(box=(left * 2, top, width, height)), **LENIENT) == 1.0
+    assert score(tmp_path, Spec(box=(left, top, width * 2, height)), **LENIENT) == 1.0
+
+
+def test_shape_lenient_height_fixed(tmp_path: Path) -> None:
+    """The fixed mode: position and width must match, the height may change."""
+    fixed = metrics_for("fixed")["compare_pptx_files"]
+    left, top, width, height = Spec.box
+    gold = make_deck(tmp_path / "e.pptx", Spec())
+
+    def fixed_score(box: tuple[int, int, int, int], **options: Any) -> float:
+        return fixed(make_deck(tmp_path / "r.pptx", Spec(box=box)), gold, **options)
+
+    assert fixed_score((left, top, width, height * 2), **LENIENT) == 1.0
+    assert fixed_score((left * 2, top, width, height), **LENIENT) == 0.0
+    assert fixed_score((left, top, width * 2, height), **LENIENT) == 0.0
+    assert fixed_score((left * 2, top, width, height), examine_shape=False) == 1.0
 
 
 def test_missing_or_unreadable_files(tmp_path: Path) -> None:

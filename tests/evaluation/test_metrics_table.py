@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import osworld_ref
 import pytest
 
 pytest.importorskip("openpyxl")
@@ -123,12 +126,18 @@ def fuzzy(**sub: Any) -> dict[str, Any]:
         ("Main Road", "Main Road", fuzzy(type="exact_match"), 1.0),
         ("Main Rd", "Main Road", fuzzy(type="exact_match"), 0.0),
         ("Main Rd", "Main Road", fuzzy(type="exact_match", normalization=[["Rd", "Road"]]), 1.0),
+        ("Main Road+", "Main Road", fuzzy(type="exact_match", trim_trailings="+"), 1.0),
+        ("--Main Road", "Main Road", fuzzy(type="exact_match", trim_leadings="-"), 1.0),
+        # openpyxl stores text with spaces at its ends as an inline string marked
+        # xml:space="preserve"; OSWorld's reader then hands the metric the whole XML mapping
+        # (its text stripped), so trimming the spaces cannot make it match.
         (
             "  Main Road+",
             "Main Road",
             fuzzy(type="exact_match", trim_leadings=" ", trim_trailings="+"),
-            1.0,
+            0.0,
         ),
+        ("  Main Road", "Main Road", fuzzy(type="includes"), 1.0),
         ("(Main) Road", "Main Road", fuzzy(type="exact_match", ignore_chars="()"), 1.0),
         ("MAIN ROAD", "main road", fuzzy(type="exact_match"), 0.0),
         ("MAIN ROAD", "main road", fuzzy(type="exact_match", ignore_case=True), 1.0),
@@ -247,3 +256,75 @@ def test_all_rules_must_pass(tmp_path: Path) -> None:
     assert score(paths, DATA, FREEZE_RULE) == 1.0
     changed = pair(tmp_path, lambda ws: (frozen("B2")(ws), set_cell("A2", "x")(ws)), frozen("B2"))
     assert score(changed, FREEZE_RULE, DATA) == 0.0
+
+
+# --- stored cell values, as OSWorld's read_cell_value reads them -------------------------------
+
+
+def _edit_part(path: str, member: str, edit: Callable[[bytes], bytes]) -> str:
+    """Rewrite one XML part of a workbook in place (to store what openpyxl never writes)."""
+    with zipfile.ZipFile(path) as zf:
+        parts = {info.filename: zf.read(info.filename) for info in zf.infolist()}
+    parts[member] = edit(parts[member])
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in parts.items():
+            zf.writestr(name, data)
+    return path
+
+
+def _values_book(tmp_path: Path) -> str:
+    path = book(tmp_path / "values.xlsx", rows=[["hello"], ["  padded  "], [3], [True]])
+    rich = b'<c r="A5" t="inlineStr"><is><r><t>ri</t></r><r><t>ch</t></r></is></c>'
+    formula = b'<c r="A6" t="str"><f>A1</f><v>  hi  </v></c>'
+    rows = b'<row r="5">' + rich + b'</row><row r="6">' + formula + b"</row>"
+    return _edit_part(
+        path,
+        "xl/worksheets/sheet1.xml",
+        lambda xml: xml.replace(b"</sheetData>", rows + b"</sheetData>"),
+    )
+
+
+def test_stored_values_are_read_as_osworld_reads_them(tmp_path: Path) -> None:
+    from osworld_gym.evaluation.metrics._xlsx import RawXlsxReader
+
+    reader = RawXlsxReader(_values_book(tmp_path))
+    assert reader.value("Sheet1", "A1") == "hello"  # openpyxl writes inline strings
+    # Spaces at the ends: openpyxl marks the text xml:space="preserve", and OSWorld's
+    # xmltodict hands over the element's mapping, its text stripped.
+    preserve = "@http://www.w3.org/XML/1998/namespace:space"
+    assert reader.value("Sheet1", "A2") == {preserve: "preserve", "#text": "padded"}
+    assert reader.value("Sheet1", "A3") == 3.0
+    assert reader.value("Sheet1", "A4") is None  # booleans are not read
+    assert reader.value("Sheet1", "A5") is None  # rich text has no <t> of its own
+    assert reader.value("Sheet1", "A6") == "hi"  # a formula's text result, stripped
+    assert reader.value("Sheet1", "$A$1") is None  # coordinates are matched as written
+    assert reader.value("Sheet1", "A99") is None
+    assert reader.value("Nope", "A1") is None
+
+
+def test_sheets_are_found_by_sheet_id_as_in_osworld(tmp_path: Path) -> None:
+    from osworld_gym.evaluation.metrics._xlsx import RawXlsxReader
+
+    path = book(tmp_path / "renumbered.xlsx", rows=[["x"]])
+    # A book whose first sheet has id 7 but is stored as sheet1.xml (Excel after a deletion).
+    _edit_part(path, "xl/workbook.xml", lambda xml: xml.replace(b'sheetId="1"', b'sheetId="7"'))
+    assert RawXlsxReader(path).value("Sheet1", "A1") is None
+
+
+def test_stored_values_match_osworld_read_cell_value(tmp_path: Path) -> None:
+    utils = osworld_ref.load("evaluators/metrics/utils.py")
+    from osworld_gym.evaluation.metrics._xlsx import RawXlsxReader
+
+    path = _values_book(tmp_path)
+    reader = RawXlsxReader(path)
+    for coordinate in [f"A{row}" for row in range(1, 8)]:
+        assert reader.value("Sheet1", coordinate) == utils.read_cell_value(
+            path, "Sheet1", coordinate
+        ), coordinate
+
+
+def test_sheet_fuzzy_reads_padded_inline_text_as_osworld(tmp_path: Path) -> None:
+    """The padded text is compared as the mapping's text, so only containment matches."""
+    paths = pair(tmp_path, result=set_cell("A2", "  Main Road "), expected=set_cell("A2", "Main"))
+    assert score(paths, fuzzy(type="includes")) == 1.0
+    assert score(paths, fuzzy(type="exact_match", trim_leadings=" ", trim_trailings=" ")) == 0.0

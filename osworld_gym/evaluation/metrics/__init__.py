@@ -1,10 +1,13 @@
 """Pure metric functions under OSWorld's names, and their registry.
 
 Metrics score files and values on the host; they never touch a desktop. Heavy libraries
-(openpyxl, pandas, python-docx, python-pptx, odfpy, pypdf, rapidfuzz, lxml, cssselect, tldextract,
-mutagen) are imported when a metric runs; a missing one raises ``DependencyNotInstalled``
-with the install command ``pip install 'osworld-gym[eval]'``. The audio/video metrics need the
-``media`` extra (librosa, fastdtw, OpenCV, imagehash) and the OCR metric the ``ocr`` extra.
+(openpyxl, pandas, python-docx, python-pptx, odfpy, pypdf, PyMuPDF, rapidfuzz, lxml, cssselect,
+tldextract, mutagen) are imported when a metric runs; a missing one raises
+``DependencyNotInstalled`` with the install command ``pip install 'osworld-gym[eval]'``. The
+audio/video metrics need the ``media`` extra (librosa, fastdtw, OpenCV, imagehash) and the OCR
+metric the ``ocr`` extra.
+:func:`metrics_for` gives the mapping of an evaluation mode: ``"osworld"`` (OSWorld's scores,
+the default) or ``"fixed"`` (:data:`FIXED_METRICS` corrected).
 
 Example:
     >>> from osworld_gym.evaluation.metrics import get_metric
@@ -15,21 +18,27 @@ Example:
 from __future__ import annotations
 
 from osworld_gym.evaluation.metrics.registry import (
+    EVALUATION_MODES,
+    FIXED_METRICS,
     INFEASIBLE,
     METRICS,
     Metric,
     UnknownMetricError,
     get_metric,
     metric_names,
+    metrics_for,
     unsupported_options,
 )
 
 __all__ = [
+    "EVALUATION_MODES",
+    "FIXED_METRICS",
     "INFEASIBLE",
     "METRICS",
     "Metric",
     "UnknownMetricError",
     "get_metric",
     "metric_names",
+    "metrics_for",
     "unsupported_options",
 ]

@@ -55,9 +55,20 @@ class PptxOptions:
     tolerance: float = 0.005  # relative, from ``approximately_tolerance``
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> PptxOptions:
-        """Read OSWorld's option keys; unknown keys are logged and ignored, as OSWorld does."""
+    def from_options(
+        cls, options: Mapping[str, Any], *, lenient_height: bool = False
+    ) -> PptxOptions:
+        """Read OSWorld's option keys; unknown keys are logged and ignored, as OSWorld does.
+
+        Args:
+            options: The task's options.
+            lenient_height: Honour ``examine_shape_lenient_height``, which OSWorld's code never
+                reads (the ``"fixed"`` evaluation mode); otherwise it is ignored like any
+                unknown key.
+        """
         names = {f.name for f in dataclasses.fields(cls)}
+        if not lenient_height:
+            names.discard("shape_lenient_height")
         values: dict[str, Any] = {}
         for key, value in options.items():
             if key.startswith("examine_") and key[8:] in names:

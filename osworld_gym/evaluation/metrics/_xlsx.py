@@ -2,21 +2,28 @@
 
 openpyxl converts values (integers, dates) and hides the cached results of formulas unless
 the whole book is reopened with ``data_only=True``. OSWorld's table checks compare the values
-stored in the sheet XML instead, so this reader does too:
+stored in the sheet XML instead, converted the way ``xmltodict`` hands them to its code:
 
 * a number (type ``n`` or no type) → ``float``;
-* a shared string (``s``), a formula's string result (``str``), an inline string, an error
-  (``e``) → ``str``;
-* booleans, dates stored as ISO text, and absent cells → ``None``.
+* a shared string (``s``) → its text, runs joined (not stripped);
+* a formula's string result (``str``) or an error (``e``) → the stored text with its ends
+  stripped (``None`` when that leaves nothing);
+* an inline string (``inlineStr``, which openpyxl writes) → the stripped text of its ``<t>``;
+  when the ``<t>`` carries attributes (``xml:space="preserve"``, written for text with
+  spaces at its ends) the whole mapping OSWorld receives, e.g.
+  ``{'@http://www.w3.org/XML/1998/namespace:space': 'preserve', '#text': 'a'}``; rich text
+  (runs, no ``<t>`` of its own) → ``None``;
+* booleans, dates stored as ISO text, a missing ``<v>`` and absent cells → ``None``.
 
-Each sheet is parsed once per reader; a reader belongs to one metric call (no global cache).
+Sheets are found as OSWorld finds them: the part ``xl/worksheets/sheet<sheetId>.xml``, so a
+sheet whose part is numbered otherwise (a book saved by Excel after deleting a sheet) reads
+as absent. Cells are found by their exact ``r`` coordinate. Each sheet is parsed once per
+reader; a reader belongs to one metric call (no global cache).
 """
 
 from __future__ import annotations
 
 import logging
-import posixpath
-import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -25,27 +32,47 @@ from xml.etree import ElementTree
 logger = logging.getLogger(__name__)
 
 _MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
-_REL_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
-_PKG_REL = "{http://schemas.openxmlformats.org/package/2006/relationships}Relationship"
-_COORDINATE = re.compile(r"^\$?([A-Za-z]{1,3})\$?(\d+)$")
 
 
-def normalise_coordinate(coordinate: str) -> str:
-    """``"$b$3"`` → ``"B3"``: the form cells carry in the sheet XML.
+def _stripped(text: str | None) -> str | None:
+    """Element text as xmltodict gives it: ends stripped, nothing left is ``None``."""
+    text = (text or "").strip()
+    return text or None
 
-    Example:
-        >>> normalise_coordinate("$b$3")
-        'B3'
+
+def _attribute_key(name: str) -> str:
+    """An attribute's key in xmltodict's mapping (namespaces spelled out as ``uri:name``)."""
+    if name.startswith("{"):
+        uri, local = name[1:].split("}", 1)
+        return f"@{local}" if uri == _MAIN[1:-1] else f"@{uri}:{local}"
+    return f"@{name}"
+
+
+def _xmltodict_leaf(element: ElementTree.Element) -> Any:
+    """A text element as xmltodict converts it.
+
+    Its stripped text, or, when it has attributes, a mapping of them (``@`` keys) with the
+    text under ``#text`` when there is any.
     """
-    match = _COORDINATE.match(coordinate.strip())
-    if match is None:
-        raise ValueError(f"not a cell coordinate: {coordinate!r}")
-    return f"{match.group(1).upper()}{match.group(2)}"
+    if not element.attrib:
+        return _stripped(element.text)
+    value: dict[str, Any] = {_attribute_key(k): v for k, v in element.attrib.items()}
+    text = _stripped(element.text)
+    if text is not None:
+        value["#text"] = text
+    return value
 
 
-def _text_of(element: ElementTree.Element) -> str:
-    """All ``<t>`` text under an element (rich-text runs concatenated)."""
-    return "".join(t.text or "" for t in element.iter(f"{_MAIN}t"))
+def _inline_string(cell: ElementTree.Element) -> Any:
+    """What OSWorld reads from an inline-string cell's ``<is><t>`` (``None`` when absent)."""
+    inline = cell.find(f"{_MAIN}is")
+    if inline is None:
+        return None
+    texts = inline.findall(f"{_MAIN}t")
+    if not texts:
+        return None
+    values = [_xmltodict_leaf(t) for t in texts]
+    return values[0] if len(values) == 1 else values
 
 
 class RawXlsxReader:
@@ -69,67 +96,77 @@ class RawXlsxReader:
             return ElementTree.fromstring(zf.read(member))
 
     def _shared_strings(self) -> list[str]:
+        """Each shared string's ``<t>`` texts joined (rich-text runs, not stripped).
+
+        OSWorld falls back to no shared strings at all when the part is missing or does not
+        parse, or when a ``<t>`` is empty (its join fails on it).
+        """
         if self._shared is None:
             try:
-                root = self._read("xl/sharedStrings.xml")
-            except KeyError:
-                root = None
-            items = [] if root is None else root.findall(f"{_MAIN}si")
-            self._shared = [_text_of(si) for si in items]
+                items = self._read("xl/sharedStrings.xml").findall(f"{_MAIN}si")
+            except (KeyError, ElementTree.ParseError):
+                items = []
+            texts = [[t.text for t in si.iter(f"{_MAIN}t")] for si in items]
+            empty_t = any(None in parts for parts in texts)
+            self._shared = [] if empty_t else ["".join(t or "" for t in parts) for parts in texts]
         return self._shared
 
     def sheet_parts(self) -> dict[str, str]:
-        """Sheet name → zip member of its worksheet XML (through the workbook's relations)."""
+        """Sheet name → zip member of its worksheet XML, named after the ``sheetId``."""
         if self._sheet_parts is None:
             workbook = self._read("xl/workbook.xml")
-            try:
-                rels = self._read("xl/_rels/workbook.xml.rels")
-                targets = {r.get("Id"): r.get("Target", "") for r in rels.iter(_PKG_REL)}
-            except KeyError:
-                targets = {}
-            parts: dict[str, str] = {}
-            for sheet in workbook.iter(f"{_MAIN}sheet"):
-                target = targets.get(sheet.get(_REL_ID), "")
-                if target.startswith("/"):
-                    member = target.lstrip("/")
-                elif target:
-                    member = posixpath.normpath(posixpath.join("xl", target))
-                else:  # OSWorld's assumption when a book has no relations part
-                    member = f"xl/worksheets/sheet{sheet.get('sheetId')}.xml"
-                parts[sheet.get("name", "")] = member
-            self._sheet_parts = parts
+            sheets = workbook.findall(f"{_MAIN}sheets/{_MAIN}sheet")
+            self._sheet_parts = {
+                sheet.get("name", ""): f"xl/worksheets/sheet{sheet.get('sheetId')}.xml"
+                for sheet in sheets
+            }
         return self._sheet_parts
 
     def _sheet_cells(self, sheet_name: str) -> dict[str, ElementTree.Element]:
         if sheet_name not in self._cells:
             root = self._read(self.sheet_parts()[sheet_name])
-            self._cells[sheet_name] = {c.get("r", ""): c for c in root.iter(f"{_MAIN}c")}
+            cells: dict[str, ElementTree.Element] = {}
+            for row in root.iter(f"{_MAIN}row"):
+                for cell in row.findall(f"{_MAIN}c"):
+                    cells.setdefault(cell.get("r", ""), cell)  # the first one, as OSWorld
+            self._cells[sheet_name] = cells
         return self._cells[sheet_name]
 
     def value(self, sheet_name: str, coordinate: str) -> Any:
         """The stored value of one cell (see the module docstring); ``None`` when absent.
 
         A missing file, sheet or unreadable package also gives ``None``, as in OSWorld.
+
+        Raises:
+            IndexError: a shared-string index past the book's shared strings.
+            TypeError: a number or shared-string cell with an empty ``<v>``.
+            (OSWorld's reader raises both there; callers score such a book 0.)
         """
+        if not self.path.is_file():
+            return None
         try:
-            cell = self._sheet_cells(sheet_name).get(normalise_coordinate(coordinate))
+            cell = self._sheet_cells(sheet_name).get(coordinate)
         except (OSError, KeyError, zipfile.BadZipFile, ElementTree.ParseError) as e:
             logger.info("cannot read %s!%s from %s: %s", sheet_name, coordinate, self.path, e)
             return None
         if cell is None:
             return None
+        return self._convert(cell)
+
+    def _convert(self, cell: ElementTree.Element) -> Any:
         kind = cell.get("t", "n")
         v = cell.find(f"{_MAIN}v")
-        try:
-            if kind == "n":
-                return float(v.text) if v is not None and v.text is not None else None
-            if kind == "s":
-                return self._shared_strings()[int(v.text)] if v is not None else None
-            if kind in ("str", "e"):
-                return v.text if v is not None else None
-            if kind == "inlineStr":
-                inline = cell.find(f"{_MAIN}is")
-                return _text_of(inline) if inline is not None else None
-        except (ValueError, IndexError, TypeError):
+        if kind == "inlineStr":
+            return _inline_string(cell)
+        if kind not in ("n", "s", "str", "e") or v is None:
             return None
-        return None
+        text = _stripped(v.text)
+        if kind in ("str", "e"):
+            return text
+        if text is None:  # OSWorld converts the missing text to a number and fails there
+            raise TypeError(f"cell {cell.get('r')}: empty <v>")
+        try:
+            number = int(text) if kind == "s" else float(text)
+        except ValueError:
+            return None
+        return self._shared_strings()[number] if kind == "s" else number

@@ -1,8 +1,9 @@
 """Archive and e-book metrics: zip/tar archives compared member by member, PDF text, EPUB.
 
 Archives are unpacked into a private temporary folder (OSWorld unpacks next to the inputs);
-nothing is left behind. PDF text comes from pypdf. OSWorld's ``compare_pdfs`` uses PyMuPDF
-(AGPL), whose text layout can differ slightly; identical documents score 1.0 with either.
+nothing is left behind. Text is extracted with the library OSWorld uses in each place, since
+extractors lay text out differently and partial scores follow the text: PyMuPDF for
+``compare_pdfs`` (and ``compare_archive`` of PDFs), pypdf for ``compare_zip_files``.
 """
 
 from __future__ import annotations
@@ -27,14 +28,25 @@ _ZIP_PDF_SIMILARITY = 0.95  # compare_zip_files: a PDF member passes at this tex
 
 
 def pdf_text(source: str | Path | bytes) -> str:
-    """All pages' text of a PDF (a path or the file's bytes), stripped."""
+    """All pages' text of a PDF (a path or the file's bytes) as pypdf extracts it, joined."""
     reader_cls = require("pypdf").PdfReader
     reader = reader_cls(io.BytesIO(source) if isinstance(source, bytes) else source)
-    return "".join(page.extract_text() or "" for page in reader.pages).strip()
+    return "".join(page.extract_text() or "" for page in reader.pages)
+
+
+def pymupdf_text(path: str | Path) -> str:
+    """All pages' text of a PDF as PyMuPDF's ``Page.get_text()`` lays it out, stripped.
+
+    PyMuPDF ends every line with a newline, pypdf does not end a page's last line: the
+    extractors give different texts (and fuzzy ratios) for the same file.
+    """
+    pymupdf = require("pymupdf")
+    with pymupdf.open(path) as document:
+        return "".join(page.get_text() for page in document).strip()
 
 
 def compare_pdfs(result: Any, expected: Any) -> float:
-    """Mean text similarity (rapidfuzz ratio / 100) of PDFs paired by position.
+    """Mean text similarity (rapidfuzz ratio / 100) of PDFs paired by position (PyMuPDF text).
 
     Args:
         result: A path or a list of paths.
@@ -42,6 +54,9 @@ def compare_pdfs(result: Any, expected: Any) -> float:
 
     Returns:
         The mean similarity; a pair that cannot be read (missing, not a PDF) counts 0.
+
+    Raises:
+        DependencyNotInstalled: PyMuPDF or rapidfuzz is missing.
     """
     if not isinstance(expected, list):
         result, expected = [result], [expected]
@@ -50,7 +65,9 @@ def compare_pdfs(result: Any, expected: Any) -> float:
     total = 0.0
     for got, want in zip(result, expected, strict=False):
         try:
-            total += fuzz_ratio(pdf_text(got), pdf_text(want)) / 100.0
+            total += fuzz_ratio(pymupdf_text(got), pymupdf_text(want)) / 100.0
+        except ImportError:
+            raise  # a missing library is an installation problem, never a score
         except Exception as e:  # an unreadable agent PDF counts 0 for its pair, as in OSWorld
             logger.info("compare_pdfs: cannot compare %s and %s: %s", got, want, e)
     return total / len(expected)
@@ -95,7 +112,8 @@ def compare_archive(result: str | None, expected: str | None, **options: Any) ->
             the rest is passed to the per-file metric.
 
     Returns:
-        0.0 when the sorted file names differ; else the mean per-file score.
+        0.0 when the sorted file names differ or the folder is empty (OSWorld divides by the
+        file count and fails there); else the mean per-file score.
     """
     if not result or not expected:
         return 0.0
@@ -114,10 +132,8 @@ def compare_archive(result: str | None, expected: str | None, **options: Any) ->
         for folder in folders:
             target = os.path.join(folder, file_path)
             listings.append(sorted(os.listdir(target)) if os.path.isdir(target) else None)
-        if listings[0] is None or listings[0] != listings[1]:
+        if not listings[0] or listings[0] != listings[1]:
             return 0.0
-        if not listings[0]:
-            return 1.0
         scores = [
             metric(
                 os.path.join(folders[0], file_path, name),
@@ -132,7 +148,8 @@ def compare_archive(result: str | None, expected: str | None, **options: Any) ->
 def compare_zip_files(result: str | None, expected: str | None, **options: Any) -> float:
     """1 when two zips hold the same member names with equal bytes.
 
-    PDF members pass on a text similarity (difflib ratio) of at least 0.95 instead.
+    PDF members pass on a text similarity (difflib ratio of pypdf's text, as OSWorld reads
+    them here) of at least 0.95 instead.
     """
     if not result or not expected:
         return 0.0

@@ -52,6 +52,8 @@ def _load_paragraphs(file1: str, file2: str) -> tuple[list[str], list[str]] | No
         return None
     try:
         return reader(file1), reader(file2)
+    except ImportError:
+        raise  # a missing library is an installation problem, never a score
     except Exception as e:  # a corrupt document (zip, XML) scores 0, as in OSWorld
         logger.info("compare_docx_files: cannot read documents: %s", e)
         return None
@@ -147,6 +149,8 @@ def compare_docx_files_and_ignore_new_lines(
     try:
         p1s = [p for p in docx_paragraphs(result) if p != ""]
         p2s = [p for p in docx_paragraphs(expected) if p != ""]
+    except ImportError:
+        raise  # a missing library is an installation problem, never a score
     except Exception as e:  # a corrupt document scores 0
         logger.info("compare_docx_files_and_ignore_new_lines: %s", e)
         return 0.0
@@ -162,6 +166,8 @@ def compare_docx_lines(result: str | None, expected: str | None) -> float:
     try:
         lines1 = {p.strip() for p in docx_paragraphs(result) if p.strip()}
         lines2 = {p.strip() for p in docx_paragraphs(expected) if p.strip()}
+    except ImportError:
+        raise  # a missing library is an installation problem, never a score
     except Exception as e:  # a corrupt document scores 0
         logger.info("compare_docx_lines: %s", e)
         return 0.0

@@ -156,6 +156,8 @@ def _train_lines(path: str) -> tuple[list[str], list[str]] | None:
     """Stripped non-blank paragraphs, and the train ids (field 2 of 4-field lines)."""
     try:
         lines = [p.strip() for p in docx_paragraphs(path) if p.strip()]
+    except ImportError:
+        raise  # a missing library is an installation problem, never a score
     except Exception as e:  # a corrupt document scores 0
         logger.info("compare_unique_train_records: cannot read %s: %s", path, e)
         return None
@@ -218,6 +220,8 @@ def compare_references(result: str | None, expected: str | None, **options: Any)
         return 0.0
     try:
         p1s, p2s = docx_paragraphs(result), docx_paragraphs(expected)
+    except ImportError:
+        raise  # a missing library is an installation problem, never a score
     except Exception as e:  # a corrupt document scores 0
         logger.info("compare_references: %s", e)
         return 0.0
@@ -243,6 +247,8 @@ def fuzzy_place_math(result: str | None, rules: dict[str, Any]) -> float:
         return 0.0
     try:
         words = [w for p in docx_paragraphs(result) for w in p.split()]
+    except ImportError:
+        raise  # a missing library is an installation problem, never a score
     except Exception as e:  # a corrupt document scores 0
         logger.info("fuzzy_place_math: %s", e)
         return 0.0

@@ -25,6 +25,8 @@ def open_documents(*paths: str | None) -> list[Any] | None:
     document = require("docx").Document
     try:
         return [document(p) for p in paths]
+    except ImportError:
+        raise  # a missing library is an installation problem, never a score
     except Exception as e:  # a corrupt document (zip, XML) scores 0, as in OSWorld
         logger.info("cannot open document: %s", e)
         return None

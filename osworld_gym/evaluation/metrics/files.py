@@ -32,10 +32,14 @@ def read_text(path: str | Path) -> str:
 
 
 def read_lines_any_encoding(path: str | Path) -> list[str]:
-    """A text file's lines: UTF-8 (BOM dropped), else Latin-1, which decodes any bytes."""
+    """A text file's lines: UTF-8, else Latin-1, which decodes any bytes (OSWorld's reader).
+
+    A UTF-8 byte-order mark stays, as U+FEFF at the start of the first line: OSWorld tries
+    plain UTF-8 first, so a file with a BOM differs from the same text without one.
+    """
     data = Path(path).read_bytes()
     try:
-        return data.decode("utf-8-sig").splitlines()
+        return data.decode("utf-8").splitlines()
     except UnicodeDecodeError:
         return data.decode("latin-1").splitlines()
 
@@ -235,9 +239,13 @@ def run_sqlite3(result: str | None, rules: Mapping[str, Any]) -> float:
 def compare_csv(result: str | None, expected: str | Sequence[str] | None, **options: Any) -> float:
     """1 when a CSV file's lines equal those of the expected file (or of any of a list).
 
+    Lines are read as OSWorld reads them (:func:`read_lines_any_encoding`): a byte-order mark
+    is part of the first line, so a result saved with one matches only a reference with one.
+
     Args:
         result: Path of the CSV the agent produced.
-        expected: One reference path or several acceptable ones.
+        expected: One reference path or several acceptable ones, tried in order (a reference
+            file that cannot be read is skipped; a ``None`` entry ends the search with 0).
         **options: ``strict`` (True; False strips every line) and ``ignore_case`` (False).
     """
     if result is None or expected is None:
@@ -258,7 +266,7 @@ def compare_csv(result: str | None, expected: str | Sequence[str] | None, **opti
     candidates = [expected] if isinstance(expected, str | Path) else list(expected)
     for candidate in candidates:
         if candidate is None:
-            continue
+            return 0.0  # OSWorld fails on a missing reference before trying the next one
         try:
             want = read_lines_any_encoding(candidate)
         except OSError:

@@ -1,8 +1,10 @@
 """GIMP task metrics that look at where things are in one image: background, shapes, text.
 
 OSWorld's ``gimp`` module (layout part). A missing path, a missing file or a file Pillow
-cannot read scores 0. Where OSWorld's reading of pixels is accidental, the intent stated in
-its comments is implemented instead; each such place is noted in the metric's docstring.
+cannot read scores 0. Two of OSWorld's metrics read pixels by accident rather than as their
+comments intend; each has two versions here: the plain name scores as OSWorld's code does,
+and a ``_fixed`` one (the ``"fixed"`` evaluation mode) implements the stated intent. Each
+docstring says what differs.
 """
 
 from __future__ import annotations
@@ -20,13 +22,58 @@ _LEFT_MARGIN = 0.05  # check_textbox_on_leftside: text must start in the left 5%
 _DARK = 128  # check_textbox_on_leftside: a grey level below this is text
 
 
+def _not_black(pixels: Any) -> Any:
+    """OSWorld's background test of each pixel: its first three channels are not all 0.
+
+    With fewer than three channels the comparison with black never holds: all background.
+    """
+    np = require("numpy")
+    if pixels.shape[2] < 3:
+        return np.ones(pixels.shape[:2], dtype=bool)
+    return pixels[..., :3].any(axis=2)
+
+
 def check_green_background(result: str | None, expected: str | None) -> float:
+    """OSWorld's score: 1 when the reference's non-black pixels are green in ``result``.
+
+    "Green" means the green channel is larger than red and blue. OSWorld walks ``x`` over
+    the reference's width and ``y`` over its height but reads pixel ``[x, y]`` of
+    (row, column) arrays, so only a square reference can pass (any other raises there); it
+    reads pixels as stored, so a reference without colour channels (grey, palette) fails, and
+    a result smaller than the reference, or without three channels, fails where a non-black
+    reference pixel needs it. :func:`check_green_background_fixed` checks every pixel of any
+    shape.
+    """
+    images = load_images(result, expected)
+    if images is None:
+        return 0.0
+    np = require("numpy")
+    source, target = np.asarray(images[0]), np.asarray(images[1])
+    width, height = images[1].size
+    if width * height == 0:
+        return 1.0  # nothing to walk over
+    if target.ndim != 3 or width != height:
+        return 0.0
+    background = _not_black(target)
+    if not background.any():
+        return 1.0
+    if source.ndim != 3 or source.shape[2] < 3:
+        return 0.0
+    rows, cols = np.nonzero(background)
+    if rows.max() >= source.shape[0] or cols.max() >= source.shape[1]:
+        return 0.0
+    picked = source[rows, cols, :3].astype(np.int64)
+    r, g, b = picked[:, 0], picked[:, 1], picked[:, 2]
+    return float(bool(np.all((g > r) & (g > b))))
+
+
+def check_green_background_fixed(result: str | None, expected: str | None) -> float:
     """1 when every pixel that is not black in ``expected`` is green in ``result``.
 
     The reference shows the object in black on a lighter background; "green" means the
     green channel is larger than both red and blue. Images of different sizes score 0.
-    OSWorld indexes the arrays as ``[x, y]``, which only works for square images; here every
-    pixel is checked whatever the shape.
+    Unlike OSWorld's :func:`check_green_background`, every pixel is checked whatever the
+    image's shape and colour mode.
     """
     images = load_images(result, expected)
     if images is None:
@@ -54,25 +101,55 @@ def _second_colour_mask(pixels: Any) -> Any | None:
     return (packed == second).reshape(pixels.shape[:2])
 
 
-def check_triangle_position(result: str | None) -> float:
-    """1 when the shape drawn on a plain background has its centroid at the image centre.
+def _centred(mask: Any) -> bool:
+    """Whether the True pixels' centroid lies within 5% of each side from the centre."""
+    np = require("numpy")
+    centroid = np.argwhere(mask).mean(axis=0)
+    shape = np.array(mask.shape, dtype=np.float64)
+    return bool(np.all(np.abs(centroid - shape / 2) < _CENTER_TOLERANCE * shape))
 
-    The background is the most frequent colour and the shape the second most frequent; the
-    shape's pixel centroid must lie within 5% of the height (and of the width) from the
-    centre. OSWorld's code takes the second *least* frequent colour, which on an antialiased
-    export is a handful of edge pixels; its comments describe the shape colour, used here.
+
+def check_triangle_position(result: str | None) -> float:
+    """OSWorld's score: 1 when the second *least* frequent colour is centred in the image.
+
+    OSWorld's comments mean the shape's colour (the second most frequent, the background
+    being the first) but its code sorts colours by ascending count: on an antialiased export
+    it picks a handful of edge pixels, whose centroid decides. Pixels are compared as stored
+    (alpha included); an image without colour channels or with one colour scores 0.
+    :func:`check_triangle_position_fixed` uses the shape's colour.
     """
     images = load_images(result)
     if images is None:
         return 0.0
     np = require("numpy")
-    pixels = np.asarray(images[0].convert("RGBA"))
-    mask = _second_colour_mask(pixels)
+    pixels = np.asarray(images[0])
+    if pixels.ndim != 3:
+        return 0.0
+    colours, counts = np.unique(pixels.reshape(-1, pixels.shape[2]), axis=0, return_counts=True)
+    if len(colours) < 2:
+        return 0.0
+    # The default (unstable) sort, as OSWorld's: among colours with equal counts the same
+    # one comes second.
+    picked = colours[np.argsort(counts)[1]]
+    return float(_centred(np.all(pixels == picked, axis=2)))
+
+
+def check_triangle_position_fixed(result: str | None) -> float:
+    """1 when the shape drawn on a plain background has its centroid at the image centre.
+
+    The background is the most frequent colour and the shape the second most frequent; the
+    shape's pixel centroid must lie within 5% of the height (and of the width) from the
+    centre. OSWorld's :func:`check_triangle_position` takes the second *least* frequent
+    colour instead.
+    """
+    images = load_images(result)
+    if images is None:
+        return 0.0
+    np = require("numpy")
+    mask = _second_colour_mask(np.asarray(images[0].convert("RGBA")))
     if mask is None:
         return 0.0
-    centroid = np.argwhere(mask).mean(axis=0)
-    shape = np.array(mask.shape, dtype=np.float64)
-    return float(bool(np.all(np.abs(centroid - shape / 2) < _CENTER_TOLERANCE * shape)))
+    return float(_centred(mask))
 
 
 def check_textbox_on_leftside(result: str | None) -> float:

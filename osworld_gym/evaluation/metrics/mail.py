@@ -1,17 +1,23 @@
 """Thunderbird mail folder metric: the messages of an mbox folder (or ``.eml`` files).
 
-OSWorld's ``thunderbird.check_thunderbird_folder``. OSWorld's copy drops every non-empty
-message before comparing (its filter is inverted) and splits on an upper-case ``FROM - ``
-that Thunderbird never writes, so it passes whenever the result files exist. This module
-compares the messages themselves, as its documentation describes; a task whose agent left
-the folder right scores 1.0 in both, a wrong folder scores 0.0 only here.
+OSWorld's ``thunderbird.check_thunderbird_folder``, in two versions:
+
+* :func:`check_thunderbird_folder` scores as OSWorld's code does. Its reader splits the file
+  on an upper-case ``FROM - `` (Thunderbird writes ``From - ``) and its filter is inverted:
+  it keeps only the blank pieces. So it never compares a message: two folder files agree
+  when both have, or both lack, a blank piece (an empty file, or one that starts with
+  ``FROM - ``). Any two non-empty Thunderbird folders score 1.0.
+* :func:`check_thunderbird_folder_fixed` (the ``"fixed"`` evaluation mode) compares the
+  messages themselves, as OSWorld's documentation of the metric describes: a folder the
+  agent left right scores 1.0 in both, a wrong one 0.0 only here.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from osworld_gym.evaluation.metrics.files import read_text
@@ -57,7 +63,60 @@ def folder_messages(text: str, **options: Any) -> list[str]:
     return sorted(messages)
 
 
+def _osworld_folder_key(text: str, options: Mapping[str, Any]) -> str:
+    r"""What OSWorld's folder reader makes of a folder file's text.
+
+    It cuts the stripped text at each ``"FROM - "`` and keeps only the pieces that are blank
+    (its filter is inverted); each kept piece becomes a bare ``"FROM - "`` (a blank piece has
+    no headers to normalise or to mark it deleted), once when duplicates are removed.
+
+    Example:
+        >>> _osworld_folder_key("From - Mon\nSubject: a\n", {}), _osworld_folder_key("", {})
+        ('', 'FROM - ')
+    """
+    blank_pieces = sum(1 for piece in text.strip().split("FROM - ") if not piece.strip())
+    entries = ["FROM - "] * blank_pieces
+    if options.get("remove_duplicate", True):
+        entries = entries[:1]
+    return "\n".join(entries)
+
+
 def check_thunderbird_folder(result: Any, expected: Any, **options: Any) -> float:
+    """OSWorld's score: 1 unless a pair of folder files differs in having a blank piece.
+
+    See the module docstring: real Thunderbird folders are never compared message by
+    message, so any two non-empty folders pass. Pairs are taken by position (``expected`` a
+    list: ``result`` is a list too), stopping at the shorter list.
+
+    Args:
+        result: A folder file's path, or a list of them.
+        expected: The reference path(s).
+        **options: ``remove_duplicate`` (True); OSWorld's other switches (``remove_deleted``,
+            ``ignore_status``, ``ignore_keys``) cannot change its result.
+
+    Returns:
+        1.0 or 0.0; 0.0 also when a result path is None or a file cannot be read as UTF-8.
+    """
+    if not isinstance(expected, list):
+        result, expected = [result], [expected]
+    for got, want in zip(result, expected, strict=False):
+        if got is None or want is None:
+            return 0.0
+        try:
+            # OSWorld opens both with the locale's encoding: UTF-8 on its hosts.
+            keys = [
+                _osworld_folder_key(Path(path).read_text(encoding="utf-8"), options)
+                for path in (got, want)
+            ]
+        except (OSError, UnicodeDecodeError) as e:
+            logger.info("check_thunderbird_folder: cannot read %s or %s: %s", got, want, e)
+            return 0.0
+        if keys[0] != keys[1]:
+            return 0.0
+    return 1.0
+
+
+def check_thunderbird_folder_fixed(result: Any, expected: Any, **options: Any) -> float:
     """1 when each result folder holds the same messages as its reference folder.
 
     Args:

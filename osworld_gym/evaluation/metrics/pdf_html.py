@@ -1,12 +1,14 @@
 """PDF and HTML file metrics: page counts, embedded images, HTML element trees.
 
 OSWorld's ``pdf.check_pdf_pages`` and ``chrome.compare_pdf_images`` / ``compare_htmls``.
-PDFs are read with pypdf (OSWorld uses PyMuPDF for images, which is AGPL), HTML with lxml
-(OSWorld uses BeautifulSoup on lxml's parser). A missing or unreadable file scores 0.
+PDFs are read with the library OSWorld uses in each place (pypdf for page counts, PyMuPDF
+for embedded images: the two list a document's images differently), HTML with lxml (OSWorld
+uses BeautifulSoup on lxml's parser). A missing or unreadable file scores 0.
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import math
 from collections.abc import Iterator, Mapping
@@ -47,6 +49,8 @@ def check_pdf_pages(result: str | None, rules: Mapping[str, Any]) -> float:
         return 0.0
     try:
         pages = len(require("pypdf").PdfReader(result).pages)
+    except ImportError:
+        raise  # a missing library is an installation problem, never a score
     except Exception as e:  # not a PDF, truncated, encrypted: the agent's output scores 0
         logger.info("check_pdf_pages: cannot read %s: %s", result, e)
         return 0.0
@@ -80,14 +84,24 @@ def perceptual_hash(img: Any) -> Any:
 
 
 def _pdf_images(path: str) -> list[Any]:
-    """The images drawn on each page, in page order (an undecodable image is skipped)."""
+    """The images each page uses, in page order, as their stored files (PyMuPDF).
+
+    An image whose stored bytes Pillow cannot open is skipped, as in OSWorld; a failure to
+    extract one fails the whole document.
+    """
+    pymupdf = require("pymupdf")
+    image_module = require("PIL.Image")
     images = []
-    for number, page in enumerate(require("pypdf").PdfReader(path).pages):
-        for file in page.images:
-            try:
-                images.append(file.image)
-            except Exception as e:  # a filter pypdf or Pillow cannot decode
-                logger.info("compare_pdf_images: %s page %d: %s", path, number, e)
+    with pymupdf.open(path) as document:
+        for number, page in enumerate(document):
+            for entry in page.get_images(full=True):
+                data = document.extract_image(entry[0])["image"]
+                try:
+                    images.append(image_module.open(io.BytesIO(data)))
+                except ImportError:
+                    raise  # a missing library is an installation problem, never a score
+                except Exception as e:  # a format Pillow cannot read (OSWorld skips any)
+                    logger.info("compare_pdf_images: %s page %d: %s", path, number, e)
     return images
 
 
@@ -104,6 +118,8 @@ def compare_pdf_images(result: str | None, expected: str | None) -> float:
         return 0.0
     try:
         got, want = _pdf_images(result), _pdf_images(expected)
+    except ImportError:
+        raise  # a missing library is an installation problem, never a score
     except Exception as e:  # not a PDF, truncated: the agent's output scores 0
         logger.info("compare_pdf_images: cannot read %s or %s: %s", result, expected, e)
         return 0.0

@@ -4,6 +4,11 @@ Evaluators resolve a task's ``func`` names here when the task is loaded (fail fa
 suggestions), never by ``getattr`` on a module at evaluation time. A metric is called as
 OSWorld calls it: ``metric(result, expected, **options)``, or ``metric(result, **options)``
 when the task has no ``expected`` getter, and returns a float, usually 0.0 or 1.0.
+
+Two evaluation modes (``EnvConfig.evaluation``): ``"osworld"`` (the default, :data:`METRICS`)
+scores exactly as OSWorld's code does, its bugs included, so numbers compare with published
+results; ``"fixed"`` swaps in the corrected metrics of :data:`FIXED_METRICS`
+(:func:`metrics_for`).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from osworld_gym.env_config import EVALUATION_MODES
 from osworld_gym.errors import UnknownMetricError
 from osworld_gym.evaluation.metrics import (
     a11y,
@@ -186,6 +192,62 @@ def _build(metrics: tuple[Metric, ...]) -> Mapping[str, Metric]:
 
 
 METRICS: Mapping[str, Metric] = _build(_ALL)
+
+
+# The metrics whose OSWorld code does not do what the metric (or the task using it) means,
+# with the corrected version the "fixed" mode uses. Per metric: OSWorld's behaviour -> the fix.
+FIXED_METRICS: Mapping[str, Metric] = MappingProxyType(
+    {
+        # OSWorld splits a folder on "FROM - " (Thunderbird writes "From - ") and keeps only
+        # the blank pieces, so any two non-empty folders pass -> compare the messages.
+        "check_thunderbird_folder": mail.check_thunderbird_folder_fixed,
+        # OSWorld takes the second *least* frequent colour (edge pixels of an antialiased
+        # shape) as the shape -> the second most frequent colour, as its comments say.
+        "check_triangle_position": gimp_layout.check_triangle_position_fixed,
+        # OSWorld reads pixel [x, y] of (row, column) arrays, so only square images can pass,
+        # and fails on grey or palette images -> every pixel of any size and colour mode.
+        "check_green_background": gimp_layout.check_green_background_fixed,
+        # OSWorld never reads examine_shape_lenient_height (set by one task beside
+        # examine_shape: false) -> position and width compared, any height.
+        "compare_pptx_files": slides.compare_pptx_files_fixed,
+    }
+)
+
+
+def _with_fixes(base: Mapping[str, Metric], fixes: Mapping[str, Metric]) -> Mapping[str, Metric]:
+    unknown = sorted(set(fixes) - set(base))
+    if unknown:
+        raise ValueError(f"fixed metrics replace no registered metric: {unknown}")
+    return MappingProxyType({**base, **fixes})
+
+
+_BY_MODE: Mapping[str, Mapping[str, Metric]] = MappingProxyType(
+    {"osworld": METRICS, "fixed": _with_fixes(METRICS, FIXED_METRICS)}
+)
+
+
+def metrics_for(mode: str = "osworld") -> Mapping[str, Metric]:
+    """The name → metric mapping of an evaluation mode.
+
+    Args:
+        mode: ``"osworld"``: OSWorld's behaviour, bugs included (:data:`METRICS`);
+            ``"fixed"``: the same with the metrics of :data:`FIXED_METRICS` corrected.
+
+    Raises:
+        ValueError: Another mode.
+
+    Example:
+        >>> metrics_for("fixed")["check_triangle_position"].__name__
+        'check_triangle_position_fixed'
+        >>> metrics_for()["exact_match"] is METRICS["exact_match"]
+        True
+    """
+    try:
+        return _BY_MODE[mode]
+    except KeyError:
+        raise ValueError(
+            f"evaluation mode must be one of {EVALUATION_MODES}, got {mode!r}"
+        ) from None
 
 
 def unsupported_options(name: str, options: Mapping[str, Any] | None) -> list[str]:

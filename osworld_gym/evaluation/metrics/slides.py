@@ -12,11 +12,13 @@ by shape, in order, and passes only when every enabled check passes. Options are
   ``alignment`` (unset means left; also checked over text shapes inside groups),
   ``run_count``, ``bullets``, ``background_color``, ``note``;
 * off by default: ``image_size`` (pictures: size only), ``modify_height`` (shapes without
-  text and freeforms: height only), ``shape_for_shift_size``, ``shape_lenient_height``
-  (position and width, any height: this project's reading of an option that newer OSWorld
-  tasks use), and the task-specific ``title_bottom_position``, ``table_bottom_position``,
-  ``right_position``, ``top_position``, which test fixed slides and EMU offsets exactly as
-  OSWorld does;
+  text and freeforms: height only), ``shape_for_shift_size``, and the task-specific
+  ``title_bottom_position``, ``table_bottom_position``, ``right_position``,
+  ``top_position``, which test fixed slides and EMU offsets exactly as OSWorld does;
+* ``shape_lenient_height``, set by task ``libreoffice_impress/04578141`` beside
+  ``examine_shape: false``, is read nowhere in OSWorld's code, so :func:`compare_pptx_files`
+  ignores it; :func:`compare_pptx_files_fixed` (the ``"fixed"`` evaluation mode) gives it
+  the meaning its name suggests: position and width within the tolerance, any height;
 * always: the shape count of each slide, the paragraph count of each text shape, the number
   of text shapes (groups included) and, in table cells, runs' bold, italic and underline.
 
@@ -26,7 +28,7 @@ Other option keys (such as ``_note``, ``enable_debug``) are ignored.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from osworld_gym.evaluation.metrics import _pptx_compare as cmp
@@ -129,21 +131,39 @@ def compare_pptx_files(result: str | None, expected: str | None, **options: Any)
     Args:
         result: Path of the ``.pptx`` the agent saved.
         expected: Path of the reference deck.
-        **options: ``examine_*`` switches and ``approximately_tolerance`` (module docstring).
+        **options: ``examine_*`` switches and ``approximately_tolerance`` (module docstring);
+            ``examine_shape_lenient_height`` is ignored, as in OSWorld.
 
     Returns:
         1.0 on a match; 0.0 on a difference or when either file is missing or unreadable.
     """
+    return _compare_decks(result, expected, options, lenient_height=False)
+
+
+def compare_pptx_files_fixed(result: str | None, expected: str | None, **options: Any) -> float:
+    """:func:`compare_pptx_files` that honours ``examine_shape_lenient_height``.
+
+    With it, each shape's position and width must match within the tolerance and its height
+    may differ (OSWorld's code never reads the option).
+    """
+    return _compare_decks(result, expected, options, lenient_height=True)
+
+
+def _compare_decks(
+    result: str | None, expected: str | None, options: Mapping[str, Any], *, lenient_height: bool
+) -> float:
     if not result or not expected:
         return 0.0
     presentation = require("pptx").Presentation
     try:
         deck1 = presentation(result)
+    except ImportError:
+        raise  # a missing library is an installation problem, never a score
     except Exception as e:  # any unreadable agent output scores 0
         logger.info("compare_pptx_files: cannot open %s: %s", result, e)
         return 0.0
     deck2 = presentation(expected)
-    o = cmp.PptxOptions.from_options(options)
+    o = cmp.PptxOptions.from_options(options, lenient_height=lenient_height)
     if o.number_of_slides and len(deck1.slides) != len(deck2.slides):
         return 0.0
     pairs = zip(deck1.slides, deck2.slides, strict=False)

@@ -121,6 +121,8 @@ def evaluate_presentation_fill_to_rgb_distance(
         return 0.0
     try:
         slides = list(require("pptx").Presentation(result).slides)
+    except ImportError:
+        raise  # a missing library is an installation problem, never a score
     except Exception as e:  # any unreadable agent output scores 0
         logger.info("evaluate_presentation_fill_to_rgb_distance: %s", e)
         return 0.0
@@ -144,6 +146,8 @@ def check_image_stretch_and_center(result: str | None, expected: str | None) -> 
     presentation = require("pptx").Presentation
     try:
         original, modified = presentation(expected), presentation(result)
+    except ImportError:
+        raise  # a missing library is an installation problem, never a score
     except Exception as e:  # any unreadable agent output scores 0
         logger.info("check_image_stretch_and_center: %s", e)
         return 0.0

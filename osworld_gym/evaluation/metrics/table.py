@@ -204,6 +204,15 @@ def _check_sheet_fuzzy(books: _Books, rule: Mapping[str, Any]) -> bool:
     return True
 
 
+def _cell_value_or_none(books: _Books, index: int | str, coordinate: str) -> Any:
+    """A cell's stored value; ``None`` where reading it fails (OSWorld's ``check_cell`` rule)."""
+    try:
+        return books.value(index, coordinate)
+    except (IndexError, TypeError) as e:  # a broken shared-string index or number cell
+        logger.info("check_cell %s: cannot read the value: %s", coordinate, e)
+        return None
+
+
 def _check_cell(books: _Books, rule: Mapping[str, Any]) -> bool:
     sheet = books.worksheet(rule["sheet_idx"])
     if sheet is None:
@@ -212,7 +221,7 @@ def _check_cell(books: _Books, rule: Mapping[str, Any]) -> bool:
         cell = sheet[rule["coordinate"]]
         for prop, value_rule in rule["props"].items():
             if prop == "value":
-                value = books.value(rule["sheet_idx"], rule["coordinate"])
+                value = _cell_value_or_none(books, rule["sheet_idx"], rule["coordinate"])
             else:
                 value = table_props.read_cell_style(prop, cell)
             if not match_value_to_rule(value, value_rule):
@@ -343,6 +352,8 @@ def compare_table(result: str | None, expected: str | None = None, **options: An
     books = _Books(result, expected)
     try:
         books.workbook("result")
+    except ImportError:
+        raise  # a missing library is an installation problem, never a score
     except Exception as e:  # any unreadable agent output scores 0, as in OSWorld
         logger.info("compare_table: cannot open result %s: %s", result, e)
         return 0.0

@@ -58,6 +58,8 @@ def compare_conference_city_in_order(result: str | None, rules: Mapping[str, Any
     try:
         sheet = require("openpyxl").load_workbook(result).active
         cells = [row[0].value for row in sheet[_CITY_RANGE]]
+    except ImportError:
+        raise  # a missing library is an installation problem, never a score
     except Exception as e:  # not a workbook, no active sheet: the agent's output scores 0
         logger.info("compare_conference_city_in_order: cannot read %s: %s", result, e)
         return 0.0

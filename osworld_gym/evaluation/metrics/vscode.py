@@ -9,6 +9,7 @@ import json
 import logging
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from osworld_gym.evaluation.metrics.files import read_text
@@ -111,32 +112,65 @@ def is_extension_installed(result: str | None, rules: Mapping[str, Any], **optio
     raise ValueError(f"is_extension_installed: unknown rule type {kind!r}")
 
 
-def _json_subset(result_text: str, expected_text: str) -> bool:
+def _json_contains(want: Any, got: Any) -> bool:
+    """Whether JSON value ``got`` holds ``want``: objects key by key, recursively; others equal.
+
+    Example:
+        >>> _json_contains({"a": {"b": 1}}, {"a": {"b": 1, "c": 2}, "d": 3})
+        True
+        >>> _json_contains([1], [1, 2])
+        False
+    """
+    if isinstance(want, dict):
+        return isinstance(got, dict) and all(
+            key in got and _json_contains(value, got[key]) for key, value in want.items()
+        )
+    return bool(want == got)
+
+
+def _contains_config(text: str, expected: str) -> bool:
+    """The containment rule: a JSON subset, or (either side not JSON) a substring."""
     try:
-        got, want = json.loads(result_text), json.loads(expected_text)
+        got, want = json.loads(text), json.loads(expected)
     except ValueError:
-        return expected_text.strip() in result_text
-    if isinstance(want, dict) and isinstance(got, dict):
-        return all(key in got and got[key] == value for key, value in want.items())
-    return bool(got == want)
+        return expected.strip() in text
+    return _json_contains(want, got)
+
+
+def _same_config(text: str, expected: str) -> bool:
+    """The strict rule: equal texts, or equal JSON values."""
+    if text == expected:
+        return True
+    try:
+        return bool(json.loads(text) == json.loads(expected))
+    except ValueError:
+        return False
 
 
 def compare_config(result: str | None, rules: Mapping[str, Any], **options: Any) -> float:
-    """1 when the file's text equals ``rules["expected"]``.
+    """1 when the file holds the configuration ``rules["expected"]`` (a text).
+
+    OSWorld's current rule (its ``desktop-env`` 1.0.2 release only compared texts exactly).
 
     Args:
         result: Path of the file (written by the editor, or a settings file).
-        rules: ``expected``: the exact text.
-        **options: ``containment_ok`` (False): also accept a file whose JSON object contains
-            every key/value of the expected JSON object (or, for text that is not JSON, one
-            that contains the expected text). OSWorld's newer tasks use it for
-            ``settings.json``; the exact rule is this project's reading of the option.
+        rules: ``expected``: the configuration text; empty or missing scores 0.
+        **options: ``containment_ok`` (True): when both texts are JSON, every key of the
+            expected object must be in the file's object with an equal value (nested
+            objects alike, lists and other values equal); when either is not JSON, the
+            stripped expected text must occur in the file. False: the texts, or their JSON
+            values, must be equal.
+
+    Returns:
+        1.0 or 0.0; a file that is not UTF-8 raises ``UnicodeDecodeError`` (as in OSWorld;
+        the evaluator scores it 0).
     """
     if not result:
         return 0.0
-    text = read_text(result)
-    if text == rules["expected"]:
-        return 1.0
-    if options.get("containment_ok", False):
-        return float(_json_subset(text, rules["expected"]))
-    return 0.0
+    expected = rules.get("expected")
+    if not expected:
+        return 0.0
+    text = Path(result).read_text(encoding="utf-8")
+    if options.get("containment_ok", True):
+        return float(_contains_config(text, expected))
+    return float(_same_config(text, expected))
