@@ -4,17 +4,22 @@ Every call has a timeout (OSWorld's controller has calls with none); only calls 
 repeat are retried, a bounded number of times; failures raise typed errors naming the endpoint
 and the cause. When ``/health`` is missing (an official OSWorld image) the client falls back to
 OSWorld's plain endpoints: typed actions become pyautogui code run through ``/execute``, and
-screenshot options are applied on the host.
+screenshot options are applied on the host. It also makes up for that server's quirks
+(specs/osworld.md §1.2): the screen size comes from ``/screen_size``; ``~`` in the paths of
+routes that do not expand it is expanded here, to the guest user's ``$HOME``; directory
+listings are sorted; bash scripts run through ``/execute``, since its ``/run_bash_script``
+answers 500 without the script's result.
 """
 
 from __future__ import annotations
 
 import io
 import logging
+import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import requests
@@ -33,6 +38,11 @@ from osworld_gym.guest import protocol
 from osworld_gym.guest.capture import ScreenshotOptions, encode, fit_pixels
 
 logger = logging.getLogger(__name__)
+
+EXECUTE_LIMIT = 120.0
+"""Seconds OSWorld's ``/execute`` lets a command run before it answers 500."""
+FIXED_BASH_SCRIPT = "run_bash_script.fixed"
+"""Capability of guests whose ``/run_bash_script`` answers the script's result."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,7 @@ class GuestClient:
         if token:
             self._session.headers["Authorization"] = f"Bearer {token}"
         self._info: GuestInfo | None = None
+        self._home: str | None = None
 
     # --- transport ---------------------------------------------------------------------
 
@@ -177,7 +188,7 @@ class GuestClient:
         except GuestHTTPError as e:
             if e.status != 404:
                 raise
-            self._info = GuestInfo(extended=False)
+            self._info = GuestInfo(extended=False, screen_size=self._official_screen_size())
         else:
             screen = data.get("screen") or {}
             size = (screen["width"], screen["height"]) if "width" in screen else None
@@ -185,6 +196,15 @@ class GuestClient:
                 True, data.get("version"), tuple(data.get("capabilities", ())), size
             )
         return self._info
+
+    def _official_screen_size(self) -> tuple[int, int] | None:
+        """``/screen_size`` of a guest without ``/health``; None if it cannot say (macOS)."""
+        try:
+            return self.screen_size()
+        except (GuestHTTPError, GuestProtocolError, KeyError, TypeError, ValueError) as e:
+            # Without a size, providers cannot check the screen: say so, do not fail.
+            logger.warning("%s does not report its screen size: %s", self.base_url, e)
+            return None
 
     def wait_until_ready(self, timeout: float, poll: float = 0.05) -> GuestInfo:
         """Poll ``/health`` (or ``/screen_size`` on official guests) until it answers.
@@ -323,18 +343,24 @@ class GuestClient:
 
     # --- programs ----------------------------------------------------------------------
 
-    def execute(self, command: list[str] | str, *, shell: bool = False) -> CommandResult:
-        """Run a command in the desktop (120 s limit in the guest); never retried."""
+    def execute(
+        self, command: list[str] | str, *, shell: bool = False, timeout: float | None = None
+    ) -> CommandResult:
+        """Run a command in the desktop (120 s limit in the guest); never retried.
+
+        Args:
+            command: An argv list, or a string (split by the guest unless ``shell``).
+            shell: Run the string through ``/bin/sh -c``.
+            timeout: Seconds to wait for the answer (default: the config's ``long_timeout``).
+        """
         data = self._json(
             "POST",
             "/execute",
             idempotent=False,
-            timeout=self.config.long_timeout,
+            timeout=timeout or self.config.long_timeout,
             json={"command": command, "shell": shell},
         )
-        return CommandResult(
-            data.get("output", ""), data.get("error", ""), data.get("returncode", -1), data
-        )
+        return _command_result(data)
 
     def execute_with_verification(
         self,
@@ -370,9 +396,7 @@ class GuestClient:
             timeout=self.config.long_timeout + max_wait_time,
             json=body,
         )
-        return CommandResult(
-            data.get("output", ""), data.get("error", ""), data.get("returncode", -1), data
-        )
+        return _command_result(data)
 
     def execute_python(self, code: str) -> CommandResult:
         """Run Python the way OSWorld's controller does (``python -c`` with pyautogui imported)."""
@@ -391,7 +415,7 @@ class GuestClient:
             "/setup/open_file",
             idempotent=False,
             timeout=timeout + 10,
-            json={"path": path, "timeout": timeout},
+            json={"path": self._guest_path(path), "timeout": timeout},
         )
 
     def activate_window(
@@ -421,11 +445,51 @@ class GuestClient:
     def run_bash_script(
         self, script: str, *, timeout: float = 30.0, working_dir: str | None = None
     ) -> dict[str, Any]:
-        """``/run_bash_script``; run once, never retried (OSWorld's host re-runs it 3 times)."""
+        """``/run_bash_script``; run once, never retried (OSWorld's host re-runs it 3 times).
+
+        OSWorld's server answers its failures with an error status and a result-shaped body
+        (``returncode: -1`` and the reason in ``output``); that body is returned, not raised.
+        Its current version answers every call that way, after running the script (see
+        :meth:`run_script`, which works on either server).
+        """
         body = {"script": script, "timeout": timeout, "working_dir": working_dir}
-        return self._json(
-            "POST", "/run_bash_script", idempotent=False, timeout=timeout + 30, json=body
-        )
+        try:
+            return self._json(
+                "POST", "/run_bash_script", idempotent=False, timeout=timeout + 30, json=body
+            )
+        except GuestHTTPError as e:
+            if isinstance(e, GuestAuthError) or not _is_result(e.body):
+                raise
+            result = dict(e.body)
+            # Our server puts the reason of a refusal in "message" and leaves "output" empty.
+            result["output"] = result["output"] or str(result.get("message") or "")
+            logger.warning("/run_bash_script answered HTTP %d: %s", e.status, result["output"])
+            return result
+
+    def run_script(
+        self, script: str, *, timeout: float = 30.0, working_dir: str | None = None
+    ) -> CommandResult:
+        """Run a bash script in the desktop once: its exit status and merged output.
+
+        A guest that reports the fixed ``/run_bash_script`` (ours) runs it there. OSWorld's
+        server runs the script but answers 500 without its result, so there the script goes
+        through ``/execute`` as ``bash -c`` (in ``working_dir``, default the home folder),
+        limited by ``timeout`` and by that route's own 120 s.
+        """
+        if FIXED_BASH_SCRIPT in self.info().capabilities:
+            data = self.run_bash_script(script, timeout=timeout, working_dir=working_dir)
+            return _command_result(data)
+        if timeout > EXECUTE_LIMIT:
+            logger.warning(
+                "%s runs scripts through /execute, which stops them after %g s (asked: %g s)",
+                self.base_url,
+                EXECUTE_LIMIT,
+                timeout,
+            )
+        # stderr joins stdout, as /run_bash_script merges them.
+        text = f"cd {_shell_folder(working_dir)} || exit 1\nexec 2>&1\n{script}"
+        command = ["timeout", "-k", "5", f"{timeout:g}", "/bin/bash", "-c", text]
+        return self.execute(command, timeout=max(self.config.long_timeout, timeout + 30))
 
     # --- files -------------------------------------------------------------------------
 
@@ -456,10 +520,14 @@ class GuestClient:
         ).content
 
     def list_directory(self, path: str) -> dict[str, Any]:
-        """A recursive tree of a folder."""
-        return self._json("POST", "/list_directory", idempotent=True, json={"path": path})[
-            "directory_tree"
-        ]
+        """A recursive tree of a folder, children sorted by name at every level.
+
+        OSWorld's server neither expands ``~`` here nor sorts (it answers in ``os.listdir``
+        order); tasks compare trees with ``==``, so the order must not depend on the disk.
+        """
+        body = {"path": self._guest_path(path)}
+        tree = self._json("POST", "/list_directory", idempotent=True, json=body)
+        return _sorted_tree(tree["directory_tree"])
 
     def wallpaper(self) -> bytes:
         """The current wallpaper image."""
@@ -467,7 +535,8 @@ class GuestClient:
 
     def change_wallpaper(self, path: str) -> None:
         """Set the wallpaper to an image file in the desktop."""
-        self._request("POST", "/setup/change_wallpaper", idempotent=True, json={"path": path})
+        body = {"path": self._guest_path(path)}
+        self._request("POST", "/setup/change_wallpaper", idempotent=True, json=body)
 
     def download_file(self, url: str, path: str) -> None:
         """Have the guest download ``url`` into ``path`` itself."""
@@ -476,8 +545,37 @@ class GuestClient:
             "/setup/download_file",
             idempotent=True,
             timeout=self.config.long_timeout * 3,
-            json={"url": url, "path": path},
+            json={"url": url, "path": self._guest_path(path)},
         )
+
+    # --- the guest user's home -----------------------------------------------------------
+
+    def home(self) -> str:
+        """The guest user's home folder (``$HOME`` of its server; asked once, then cached).
+
+        OSWorld's tasks assume ``/home/user``; asking keeps other images right too.
+
+        Raises:
+            GuestProtocolError: the guest's answer is not an absolute path.
+        """
+        if self._home is None:
+            result = self.execute('printf %s "$HOME"', shell=True)
+            home = result.output.strip()
+            if result.returncode != 0 or not home.startswith("/"):
+                raise GuestProtocolError(
+                    "/execute", f"cannot tell the guest's home folder: {result.raw}"
+                )
+            self._home = home.rstrip("/") or "/"
+        return self._home
+
+    def _guest_path(self, path: str) -> str:
+        """``path`` with a leading ``~`` expanded, for routes OSWorld's server leaves as is.
+
+        Our server expands ``~`` itself: it gets the path untouched, saving a round trip.
+        """
+        if not (path == "~" or path.startswith("~/")) or self.info().extended:
+            return path
+        return self.home() + path[1:]
 
     # --- recording ---------------------------------------------------------------------
 
@@ -508,3 +606,32 @@ class GuestClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _command_result(data: dict[str, Any]) -> CommandResult:
+    """A :class:`CommandResult` from an ``/execute``-shaped answer."""
+    return CommandResult(
+        data.get("output", ""), data.get("error", ""), data.get("returncode", -1), data
+    )
+
+
+def _shell_folder(working_dir: str | None) -> str:
+    """``working_dir`` as a shell word, ``~`` meaning the guest's ``$HOME`` (the default)."""
+    if not working_dir or working_dir == "~":
+        return '"$HOME"'
+    if working_dir.startswith("~/"):
+        return '"$HOME"/' + shlex.quote(working_dir[2:])
+    return shlex.quote(working_dir)
+
+
+def _is_result(body: object) -> TypeGuard[dict[str, Any]]:
+    """Whether an error answer carries a script result (OSWorld's ``/run_bash_script``)."""
+    return isinstance(body, dict) and "returncode" in body and "output" in body
+
+
+def _sorted_tree(node: dict[str, Any]) -> dict[str, Any]:
+    """A ``/list_directory`` node with its children sorted by name, recursively."""
+    if "children" not in node:
+        return node
+    children = sorted((_sorted_tree(c) for c in node["children"]), key=lambda c: c["name"])
+    return {**node, "children": children}

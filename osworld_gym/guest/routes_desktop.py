@@ -217,12 +217,14 @@ def open_file(ctx: GuestContext, request: Request) -> Response:
     """``/setup/open_file``: open a file (or start a program) and wait for its window.
 
     Unlike OSWorld's 30-minute wait, the wait is bounded: ``timeout`` in the body (seconds),
-    else the server's default.
+    else the server's default. It ends as soon as the file shows: in a new window, or in an
+    existing one whose title changed to name it (an app that opens files as tabs, such as
+    mousepad, retitles its window instead of opening one).
     """
     body = request.json()
     path = expand_path(body.get("path"))
     timeout = min(float(body.get("timeout", ctx.config.open_file_timeout)), MAX_OPEN_FILE_TIMEOUT)
-    before = {info.window_id for info in ctx.x11.windows()}
+    before = {info.window_id: info.title for info in ctx.x11.windows()}
     if path.exists():
         opener = shutil.which("xdg-open")
         if opener is None:
@@ -238,9 +240,12 @@ def open_file(ctx: GuestContext, request: Request) -> Response:
     def has_title(info: WindowInfo) -> bool:
         return any(n in info.title.lower() for n in names)
 
-    # A new window showing the file; an existing one counts only at the end (the app may
-    # have focused the window where the file was already open).
-    found = ctx.x11.wait_for_window(lambda i: i.window_id not in before and has_title(i), timeout)
+    def shows_file(info: WindowInfo) -> bool:
+        # A window whose title already named the file before counts only at the end: the
+        # title proves nothing about this request (the app may just focus that window).
+        return has_title(info) and before.get(info.window_id) != info.title
+
+    found = ctx.x11.wait_for_window(shows_file, timeout)
     if found is None:
         found = next((i for i in ctx.x11.windows() if has_title(i)), None)
     if found is None:

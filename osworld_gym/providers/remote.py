@@ -83,7 +83,9 @@ class RemoteProviderConfig(ProviderConfig):
         token: Token shared by the guests (a :class:`RemoteGuest` may override it).
         ssh: Reach the guests through this SSH server (a local port forward per desktop).
         reset: How a reset restores the desktop (default :class:`NoReset`).
-        check_screen_size: Refuse a guest whose reported screen differs from ``screen_size``.
+        check_screen_size: Refuse a guest whose screen differs from ``screen_size`` (ours
+            reports it in ``/health``, OSWorld's answers ``/screen_size``). Turned off, the env
+            resizes screenshots to ``screen_size`` but actions still land at guest pixels.
         lock_dir: Folder of the claim locks (default: a per-user folder in the temp folder);
             processes that share guests must share it.
     """
@@ -282,10 +284,28 @@ class RemoteDesktop(Desktop):
             raise ProviderError(f"remote guest {self.url} does not answer: {e}") from e
         finally:
             probe.close()
-        size = info.screen_size
-        if self.config.check_screen_size and size and tuple(size) != self.config.screen_size:
+        if self.config.check_screen_size:
+            self._check_screen_size(info.screen_size)
+
+    def _check_screen_size(self, size: tuple[int, int] | None) -> None:
+        """Refuse a guest whose screen is not the configured one.
+
+        Observations would be resized to the configured size while actions land at the
+        guest's own pixels: clicks would miss, and tasks score 0 for no visible reason.
+        """
+        width, height = self.config.screen_size
+        if size is None:
+            logger.warning(
+                "remote guest %s does not report its screen size; assuming %dx%d",
+                self.url,
+                width,
+                height,
+            )
+            return
+        if tuple(size) != (width, height):
             raise ProviderError(
                 f"remote guest {self.url} has a {size[0]}x{size[1]} screen; the provider is "
-                f"configured for {self.config.screen_size[0]}x{self.config.screen_size[1]} "
-                f"(set screen_size to match, or check_screen_size=False)"
+                f"configured for {width}x{height}: set screen_size=({size[0]}, {size[1]}) "
+                f"(osworld-gym run: --screen-size {size[0]}x{size[1]}), or "
+                f"check_screen_size=False to accept the mismatch"
             )

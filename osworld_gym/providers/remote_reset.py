@@ -7,8 +7,9 @@ whoever owns it. A strategy says how:
   tolerate leftovers);
 - :class:`CommandReset` runs a command on this host or, over the desktop's SSH connection, on
   the SSH server, e.g. ``virsh snapshot-revert vm clean`` or ``VBoxManage snapshot ... restore``;
-- :class:`GuestScriptReset` runs a bash script inside the guest through ``/run_bash_script``,
-  the guest's own reset (close apps, restore HOME from a pristine copy).
+- :class:`GuestScriptReset` runs a bash script inside the guest, the guest's own reset (close
+  apps, restore HOME from a pristine copy): through ``/run_bash_script`` on our guest, through
+  ``/execute`` on OSWorld's (whose ``/run_bash_script`` answers 500 without the result).
 
 After any strategy the provider waits until the guest answers again.
 """
@@ -115,10 +116,14 @@ class CommandReset:
 class GuestScriptReset:
     """Run a bash script inside the guest (as the guest's user, in its HOME).
 
+    The script runs once per reset (OSWorld's host re-runs a failed-looking script three times;
+    a reset must not repeat its side effects). See :meth:`GuestClient.run_script
+    <osworld_gym.guest.client.GuestClient.run_script>` for how each server runs it.
+
     Attributes:
         script: The script, e.g. ``"pkill -u user -f soffice; rsync -a --delete
             /opt/home-clean/ ~/"``.
-        timeout: Seconds the script may run (the guest allows up to 600).
+        timeout: Seconds the script may run (our guest allows up to 600, OSWorld's 120).
     """
 
     script: str
@@ -127,14 +132,13 @@ class GuestScriptReset:
     def reset(self, desktop: RemoteDesktop) -> None:
         """Run the script; a non-zero exit status fails the reset."""
         try:
-            result = desktop.client.run_bash_script(self.script, timeout=self.timeout)
+            result = desktop.client.run_script(self.script, timeout=self.timeout)
         except GuestError as e:
             raise ProviderError(f"reset script failed in {desktop!r}: {e}") from e
-        if result.get("returncode") != 0:
-            output = str(result.get("output", ""))
+        if result.returncode != 0:
             raise ProviderError(
-                f"reset script exited with {result.get('returncode')} in {desktop!r}:\n"
-                f"{output[-_OUTPUT_TAIL:]}"
+                f"reset script exited with {result.returncode} in {desktop!r}:\n"
+                f"{result.output[-_OUTPUT_TAIL:]}"
             )
 
 
