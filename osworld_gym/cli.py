@@ -1,7 +1,8 @@
 """The ``osworld-gym`` command.
 
 Subcommands (each in :mod:`osworld_gym.commands`):
-    doctor       check the host for each provider and print the exact fix for what is missing
+    doctor       check the host for each provider and the metric libraries (the eval extra);
+                 print the exact fix for what is missing
     tasks        list suites and tasks, show one, report which are supported or runnable on a
                  provider here, fetch their assets into the cache
     run          run an agent over tasks on N envs; OSWorld's results layout; resumable

@@ -7,7 +7,10 @@ prepares the task, the guest client acts and observes, the evaluator scores. Epi
 Failure channels are kept apart: a model output that does not parse is a no-op step reported in
 ``info["parse_error"]`` and the next observation's ``last_action_error``; a broken desktop ends
 the episode with ``truncated=True`` and ``info["infra_error"]``, and the next ``reset``
-relaunches it (bounded). ``step`` never raises for infrastructure faults.
+relaunches it (bounded). ``step`` never raises for infrastructure faults. An episode that ran to
+its end but cannot be scored (a metric library not installed, a failed postconfig step) has no
+score rather than a zero: ``info["score"]`` is None and ``info["evaluation_error"]`` says why
+(see :meth:`OSWorldEnv._score`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from osworld_gym.env_config import DEFAULT_SUITE, EnvConfig, Timings
 from osworld_gym.episode import episode_end, plan_step, terminal_kind
 from osworld_gym.errors import (
     ActionError,
+    DependencyNotInstalled,
     EvaluatorError,
     GuestError,
     GuestHTTPError,
@@ -48,6 +52,8 @@ from osworld_gym.tasks import Task, TaskSet, load_tasks
 logger = logging.getLogger(__name__)
 
 _INFRA_ERRORS = (GuestError, ProviderError)
+# What makes a finished episode unscorable (no score, not a zero): see OSWorldEnv._score.
+_UNSCORABLE = (TaskSetupError, EvaluatorError, DependencyNotInstalled)
 MAX_INSTRUCTION_CHARS = 8192
 MAX_A11Y_CHARS = 4_000_000  # a busy LibreOffice tree is about 1 MB
 
@@ -95,7 +101,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         if not len(self.tasks):
             raise ValueError(f"no tasks in {tasks!r}")
         self.provider = make_provider(provider, screen_size=self.config.screen_size)
-        self.evaluator = Evaluator()
+        self.evaluator = Evaluator(mode=self.config.evaluation)
         self.cache = (
             AssetCache(Path(self.config.cache_dir), offline=self.config.offline)
             if (self.config.cache_dir)
@@ -319,13 +325,26 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
     def _score(
         self, last_action_fail: bool, info: dict[str, Any], timings: dict[str, float]
     ) -> float:
-        """Evaluate the episode; a failing postconfig or evaluator scores 0, visibly."""
+        """Evaluate the episode; return the last step's reward.
+
+        An episode that cannot be scored gets no score, never a silent 0: a ``postconfig`` step
+        that failed (:class:`TaskSetupError`), an evaluator that cannot run
+        (:class:`EvaluatorError`), or a library a metric or getter needs that is not installed
+        (:class:`DependencyNotInstalled`, whose message names the ``pip install`` command).
+        Then ``info["score"]`` is None and ``info["evaluation_error"]`` says why, and the reward
+        is 0.0 because Gymnasium's ``step`` returns a float: callers that learn from rewards
+        should drop such episodes (the pool's trajectories carry ``score=None``).
+
+        The agent's own faults still score 0 as in OSWorld (a missing or unreadable output file
+        makes its check 0), and a desktop that stops answering while being scored raises
+        :class:`GuestError` to ``step``: an infrastructure fault, not an evaluation error.
+        """
         try:
             result = self._timed(timings, "evaluate", self._evaluate, last_action_fail)
-        except (TaskSetupError, EvaluatorError) as e:
-            logger.warning("evaluation of %s failed: %s", info["task_id"], e)
+        except _UNSCORABLE as e:
+            logger.warning("%s cannot be scored: %s: %s", info["task_id"], type(e).__name__, e)
             info["evaluation_error"] = f"{type(e).__name__}: {e}"
-            info["score"] = 0.0
+            info["score"] = None
             return 0.0
         info["evaluation"] = result
         info["score"] = result.score
@@ -407,6 +426,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
             "parse_error": None,
             "infra_error": None,
             "fail_replaced": False,
+            "evaluation_mode": self.config.evaluation,  # "osworld" or "fixed" metrics
         }
         info.update(extra)
         info["timings"] = Timings(timings)  # a live view: phases still being timed show up

@@ -6,6 +6,20 @@ logged and forgotten: a step that cannot succeed raises :class:`TaskSetupError` 
 (or, when the guest itself keeps failing, the guest's error, which callers treat as an
 infrastructure fault), and softer problems (a window to activate that is not there, which
 OSWorld ignores) are kept as warnings in the returned :class:`SetupReport`.
+
+Errors or warnings, the rule: a step fails the task (:class:`TaskSetupError`; the env's
+``reset`` raises it, ``osworld-gym run`` records the task as an error, never as a 0) when the task
+cannot be valid without it: a ``download`` whose file cannot be had (not cached offline, or the
+download failed), an ``upload_file`` whose local file is missing, a ``launch`` of a program the
+desktop lacks, a step the guest refuses (HTTP 4xx: an ``open`` of a missing file), an unknown or
+unimplemented step type, malformed parameters, and a browser that never answers for the Chrome
+steps (a library a step needs that is not installed raises :class:`DependencyNotInstalled`, with
+the ``pip install`` command). A step OSWorld lets fail without stopping is a warning
+(``info["setup_warnings"]`` after ``reset``), because OSWorld's own scores were made with those
+tasks started that way: an ``execute`` that exits non-zero (many run ``pkill`` and the like, which
+may find nothing) or whose ``until`` is not met in time, an ``activate_window`` or
+``close_window`` that finds no window, and a Chrome tab whose page did not load within 60 s. A
+``sleep`` capped at ``max_sleep`` is noted the same way.
 """
 
 from __future__ import annotations

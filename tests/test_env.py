@@ -14,7 +14,12 @@ from gymnasium.utils.env_checker import check_env
 import osworld_gym  # noqa: F401 - registers the ids
 from osworld_gym.actions import Done, Fail, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
-from osworld_gym.errors import EvaluatorError, GuestHTTPError, UnknownTaskError
+from osworld_gym.errors import (
+    DependencyNotInstalled,
+    EvaluatorError,
+    GuestHTTPError,
+    UnknownTaskError,
+)
 
 pytestmark = pytest.mark.desktop
 SCREEN = (800, 600)
@@ -215,7 +220,7 @@ def test_dead_desktop_truncates_with_infra_error_and_reset_recovers(env: OSWorld
     assert env.step("Action: finished()")[1] == 1.0
 
 
-def test_unscorable_task_is_refused_at_reset_and_broken_evaluation_scores_zero() -> None:
+def test_unscorable_task_is_refused_at_reset_and_broken_evaluation_has_no_score() -> None:
     unscorable = {
         "id": "drive",
         "instruction": "x",
@@ -242,7 +247,40 @@ def test_unscorable_task_is_refused_at_reset_and_broken_evaluation_scores_zero()
             e.reset(options={"task_id": "drive"})
         e.reset(options={"task_id": "broken-post"})
         _, reward, terminated, _, info = e.step("Action: finished()")
-        assert terminated and reward == 0.0 and "none.txt" in info["evaluation_error"]
+        # No score, not a zero; the reward stays a float for Gymnasium.
+        assert terminated and reward == 0.0 and isinstance(reward, float)
+        assert info["score"] is None and "none.txt" in info["evaluation_error"]
+
+
+def test_missing_metric_library_is_an_evaluation_error_not_a_zero() -> None:
+    # What a core-only install meets on a LibreOffice task: the metric's library is missing.
+    def needs_openpyxl(*args: object, **options: object) -> float:
+        raise DependencyNotInstalled(
+            "this metric needs the 'openpyxl' package, which is not installed: "
+            "pip install 'osworld-gym[eval]'"
+        )
+
+    task = {
+        "id": "needs-library",
+        "instruction": "x",
+        "config": [],
+        "evaluator": {
+            "func": "exact_match",
+            "result": {"type": "vm_command_line", "command": "true"},
+            "expected": {"type": "rule", "rules": {"expected": ""}},
+        },
+    }
+    with make_env(tasks=[task]) as e:
+        e.evaluator.metrics["exact_match"] = needs_openpyxl
+        e.reset(options={"task_id": "needs-library"})
+        _, reward, terminated, truncated, info = e.step("Action: finished()")
+        assert terminated and not truncated and reward == 0.0 and isinstance(reward, float)
+        assert info["score"] is None and info["infra_error"] is None
+        assert info["evaluation_error"].startswith("DependencyNotInstalled: ")
+        assert "pip install 'osworld-gym[eval]'" in info["evaluation_error"]
+        # The env stays usable: the next episode resets and steps as usual.
+        e.reset(options={"task_id": "needs-library"})
+        assert e.step("Action: wait()")[4]["step"] == 1
 
 
 def test_unknown_task_id_suggests(env: OSWorldEnv) -> None:

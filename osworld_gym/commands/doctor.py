@@ -7,19 +7,25 @@
 * ``qemu`` -- ``qemu-system-x86_64``, ``qemu-img`` and a usable ``/dev/kvm`` (without it QEMU
   still works, in software emulation: a warning, not a failure).
 * ``ray`` -- Ray importable (the pool's backend for clusters).
+* ``eval`` -- every package of the ``eval`` extra (the metric libraries that score LibreOffice,
+  PDF, web and other tasks, whatever the provider) installed and importable; without them those
+  tasks cannot be scored (``pip install 'osworld-gym[eval]'``).
 
-Exit status 0 when the required providers work (``local`` unless ``--provider`` names others),
-1 otherwise. ``--json`` prints the checks as JSON.
+Exit status 0 when the required providers work (``local`` unless ``--provider`` names others)
+and the ``eval`` libraries are there (unless ``--no-eval``), 1 otherwise. ``--json`` prints the
+checks as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import configparser
 import fcntl
 import importlib.metadata
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +36,10 @@ from pathlib import Path
 from typing import Any
 
 PROVIDERS = ("local", "docker", "qemu", "ray")
+EVAL = "eval"
+SECTIONS = (*PROVIDERS, EVAL)
+"""Groups of checks: the providers, then the metric libraries (needed whatever the provider)."""
+EVAL_FIX = "pip install 'osworld-gym[eval]'"
 DEFAULT_DOCKER_IMAGE = "osworld-gym/desktop:latest"
 DOCKER_IMAGE_ENV = "OSWORLD_GYM_DOCKER_IMAGE"
 INSTALL_SYSTEM_DEPS = "bash scripts/install_system_deps.sh"
@@ -63,7 +73,7 @@ class Check:
     """One thing checked.
 
     Attributes:
-        provider: ``local``, ``docker``, ``qemu`` or ``ray``.
+        provider: ``local``, ``docker``, ``qemu``, ``ray``, or ``eval`` (the metric libraries).
         name: What was checked.
         ok: It works.
         detail: What was found (a path, a version, an error).
@@ -88,7 +98,10 @@ class Check:
 
 def add_parser(sub: Any) -> None:
     """Register ``doctor``."""
-    doctor = sub.add_parser("doctor", help="check the host for each provider and print the fixes")
+    doctor = sub.add_parser(
+        "doctor",
+        help="check the host for each provider and the eval libraries; print the fixes",
+    )
     doctor.add_argument(
         "--provider",
         action="append",
@@ -101,6 +114,11 @@ def add_parser(sub: Any) -> None:
         help=f"the desktop image the docker provider runs (${DOCKER_IMAGE_ENV})",
     )
     doctor.add_argument("--no-launch", action="store_true", help="skip launching a desktop")
+    doctor.add_argument(
+        "--no-eval",
+        action="store_true",
+        help="do not require the eval extra's metric libraries (still checked and listed)",
+    )
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     doctor.set_defaults(func=doctor_command)
 
@@ -112,19 +130,23 @@ def doctor_command(args: argparse.Namespace) -> int:
         *docker_checks(args.docker_image),
         *qemu_checks(),
         *ray_checks(),
+        *eval_checks(),
     ]
     required = tuple(args.provider or ("local",))
-    works = {p: provider_works(checks, p) for p in PROVIDERS}
+    works = {section: provider_works(checks, section) for section in SECTIONS}
+    needed = required if args.no_eval else (*required, EVAL)
     if args.json:
         payload = {
-            "providers": works,
+            "providers": {p: works[p] for p in PROVIDERS},
             "required": list(required),
+            "eval": works[EVAL],
+            "eval_required": not args.no_eval,
             "checks": [asdict(c) | {"status": c.status} for c in checks],
         }
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
     else:
         sys.stdout.write(format_checks(checks, works) + "\n")
-    return 0 if all(works[p] for p in required) else 1
+    return 0 if all(works[section] for section in needed) else 1
 
 
 def provider_works(checks: Iterable[Check], provider: str) -> bool:
@@ -133,9 +155,9 @@ def provider_works(checks: Iterable[Check], provider: str) -> bool:
 
 
 def format_checks(checks: Sequence[Check], works: dict[str, bool]) -> str:
-    """The checks grouped by provider, fixes beside what fails, and a verdict per provider."""
+    """The checks grouped by section (the keys of ``works``), the fixes, a verdict per section."""
     lines: list[str] = []
-    for provider in PROVIDERS:
+    for provider in works:
         mine = [c for c in checks if c.provider == provider]
         lines.append(f"{provider}: {'works' if works[provider] else 'NOT ready'}")
         for check in mine:
@@ -370,6 +392,88 @@ def ray_checks() -> list[Check]:
             None if found else "pip install 'osworld-gym[ray]'",
         )
     ]
+
+
+# --- eval ---------------------------------------------------------------------------------
+
+
+def eval_checks() -> list[Check]:
+    """Each package of the ``eval`` extra installed and importable.
+
+    Found without importing them: pandas alone takes about a second, and pygame prints a banner
+    into ``--json``'s output.
+    """
+    modules = _modules_by_distribution()
+    return [
+        _library_check(EVAL, dist, modules.get(_normalise(dist), []), EVAL_FIX)
+        for dist in extra_distributions(EVAL)
+    ]
+
+
+def extra_distributions(extra: str) -> list[str]:
+    """The packages (distribution names) of one of osworld-gym's extras, as setup.cfg lists them.
+
+    Read from the ``setup.cfg`` beside the imported package when it runs from a checkout (the
+    declaration its code was written against), else from the installed package's metadata.
+
+    Example:
+        >>> "openpyxl" in extra_distributions("eval")
+        True
+    """
+    setup_cfg = Path(__file__).resolve().parents[2] / "setup.cfg"
+    parser = configparser.ConfigParser()
+    if setup_cfg.is_file():
+        parser.read(setup_cfg)
+    if parser.get("metadata", "name", fallback=None) == "osworld-gym":
+        lines = parser.get("options.extras_require", extra, fallback="").splitlines()
+        names = [_requirement_name(line) for line in lines if line.strip()]
+    else:
+        try:
+            requires = importlib.metadata.requires("osworld-gym") or []
+        except importlib.metadata.PackageNotFoundError:
+            return []
+        wanted = re.compile(rf"""\bextra\s*==\s*["']{re.escape(extra)}["']""")
+        names = [
+            _requirement_name(req)
+            for req in requires
+            if ";" in req and wanted.search(req.split(";", 1)[1])
+        ]
+    return list(dict.fromkeys(names))
+
+
+def _requirement_name(requirement: str) -> str:
+    """``"python-docx>=1.1; extra == 'eval'"`` -> ``"python-docx"``."""
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    return match.group(1) if match else requirement.strip()
+
+
+def _normalise(distribution: str) -> str:
+    """PEP 503's name normalisation: ``PyYAML`` and ``pyyaml`` are one package."""
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+def _modules_by_distribution() -> dict[str, list[str]]:
+    """Normalised distribution name -> the top-level modules it installs."""
+    modules: dict[str, list[str]] = {}
+    for module, dists in importlib.metadata.packages_distributions().items():
+        if module.startswith("_") or not module.isidentifier():
+            continue  # private helpers (_yaml) and data folders are not what users import
+        for dist in dists:
+            modules.setdefault(_normalise(dist), []).append(module)
+    return modules
+
+
+def _library_check(section: str, dist: str, modules: list[str], fix: str) -> Check:
+    """A package installed (its version) and one of its top-level modules importable."""
+    name = f"python: {dist}"
+    try:
+        version = importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return Check(section, name, False, "not installed", fix)
+    if modules and not any(importlib.util.find_spec(m) is not None for m in modules):
+        detail = f"{version} installed, but {', '.join(sorted(modules))} not importable"
+        return Check(section, name, False, detail, fix)
+    return Check(section, name, True, version)
 
 
 # --- helpers ------------------------------------------------------------------------------

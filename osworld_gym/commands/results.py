@@ -13,8 +13,10 @@ OSWorld's run scripts write it (``specs/osworld.md`` §3.8):
 * ``result.txt`` -- the score, written last and atomically: a task is done exactly when its
   ``result.txt`` exists, so a run killed mid-task never counts a half-written task.
 
-A task whose episode could not run to its end (an infrastructure fault) gets ``error.txt``
-instead of ``result.txt``, and a rerun runs it again.
+A task that has no score gets ``error.txt`` instead of ``result.txt``, saying why: its episode
+could not start (a setup step failed), an infrastructure fault cut it, or it ran to its end but
+could not be scored (``evaluation_error``: a metric library that is not installed, a failed
+postconfig step). Such a task is an error, never a 0, and a rerun runs it again.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ RESULT_FILE = "result.txt"
 TRAJECTORY_FILE = "traj.jsonl"
 TASK_FILE = "task.json"
 ERROR_FILE = "error.txt"
+ERROR_KINDS = ("reset", "infrastructure", "evaluation", "unfinished")
+"""Why a task has no score (:attr:`TaskRecord.error_kind`)."""
 SUMMARY_FILE = "summary.json"
 TIMESTAMP_FORMAT = "%Y%m%d@%H%M%S%f"
 NO_DOMAIN = "default"
@@ -250,6 +254,7 @@ def write_task(
         "truncated": trajectory.truncated,
         "fail_replaced": replaced,
         "infra_error": trajectory.infra_error,
+        "evaluation_error": trajectory.evaluation_error,
         "error": trajectory.error,
         "attempt": trajectory.attempt,
         "wall_seconds": round(trajectory.wall_seconds, 3),
@@ -260,12 +265,24 @@ def write_task(
     }
     (task_dir / TASK_FILE).write_text(json.dumps(_jsonable(meta), indent=2, ensure_ascii=False))
     if not scored:
-        why = trajectory.error or trajectory.infra_error or "the episode did not end"
-        (task_dir / ERROR_FILE).write_text(why + "\n")
+        (task_dir / ERROR_FILE).write_text(unscored_reason(trajectory) + "\n")
         return None
     score = float(trajectory.score)  # type: ignore[arg-type]
     write_atomically(task_dir / RESULT_FILE, f"{score}\n".encode())
     return score
+
+
+def unscored_reason(trajectory: Trajectory) -> str:
+    """Why an episode has no score, as ``error.txt`` says it."""
+    if trajectory.error:
+        return trajectory.error
+    if trajectory.infra_error:
+        return trajectory.infra_error
+    if trajectory.evaluation_error:
+        return trajectory.evaluation_error
+    if trajectory.complete:
+        return "the evaluator gave no score"
+    return "the episode did not end"
 
 
 def _step_time(extra: Mapping[str, Any]) -> float | None:
@@ -302,6 +319,25 @@ class TaskRecord:
     def instruction(self) -> str:
         """The task's instruction ("" when unknown)."""
         return str(self.meta.get("instruction") or "")
+
+    @property
+    def error_kind(self) -> str | None:
+        """Why the task has no score, one of :data:`ERROR_KINDS`; None when it has one.
+
+        ``reset``: the episode could not start (a setup step failed, the task cannot be scored
+        here, no desktop came up); ``infrastructure``: a fault cut the episode; ``evaluation``:
+        it ran to its end but could not be scored; ``unfinished``: no record says (a folder
+        written by OSWorld's own scripts, or one whose writing was cut short).
+        """
+        if self.score is not None:
+            return None
+        if self.meta.get("infra_error"):
+            return "infrastructure"
+        if self.meta.get("evaluation_error"):
+            return "evaluation"
+        if self.meta.get("error"):
+            return "reset"
+        return "unfinished"
 
     def initial_screenshot(self) -> Path | None:
         """``step_0_*.png``: the screen the first step acted on."""

@@ -7,18 +7,28 @@ point keeps every finished task. Rerunning the same command skips the tasks that
 ``result.txt`` and runs the rest; a rerun whose score-relevant settings differ from the run
 folder's is refused (use another ``--result-dir`` or ``--model``).
 
-Exit status: 0 when every task was scored, 1 when some could not be (infrastructure faults,
-listed in the summary), 2 for bad arguments, 130 when interrupted.
+A task that cannot be scored is an error, never a 0: its episode could not start (a setup step
+failed), an infrastructure fault cut it, or it could not be evaluated (a metric library that is
+not installed names ``pip install 'osworld-gym[eval]'``). Its folder gets ``error.txt`` instead of
+``result.txt``, the summary counts it under ``errors`` apart from the scored tasks, and a rerun
+runs it again. ``summary.json`` also records the evaluation mode (``--evaluation``), the seed and
+the versions of Python, osworld-gym and the metric libraries (``versions``).
+
+Exit status: 0 when every task was scored, 1 when some could not be (listed in the summary;
+``--allow-errors`` exits 0 all the same), 2 for bad arguments, 130 when interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
+import os
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from osworld_gym.commands.agents import BUILTIN_AGENTS, Agent, AgentOptions, TimedPolicy, make_agent
 from osworld_gym.commands.progress import Progress
@@ -34,12 +44,17 @@ from osworld_gym.commands.summary import (
     build_summary,
     domain_rows,
     format_table,
+    library_versions,
     load_summary,
     settings_conflicts,
     write_summary,
 )
+from osworld_gym.env_config import EVALUATION_MODES
 from osworld_gym.tasks import Task, TaskSet, load_tasks
 from osworld_gym.version import __version__
+
+if TYPE_CHECKING:
+    from osworld_gym.providers.remote import RemoteProviderConfig
 
 logger = logging.getLogger(__name__)
 
@@ -77,15 +92,42 @@ def add_parser(sub: Any) -> None:
     )
     run.add_argument("--provider", default="local", help="local, docker, qemu or remote")
     run.add_argument("--image", help="the provider's desktop image (recorded in the summary)")
+    run.add_argument(
+        "--guest-url",
+        action="append",
+        dest="guest_urls",
+        metavar="URL",
+        help="remote: a running guest server, e.g. http://10.0.0.5:5000 (repeatable; one env "
+        "per URL)",
+    )
+    run.add_argument(
+        "--guest-token-env",
+        metavar="VAR",
+        help="remote: the environment variable holding the guests' token (kept off the "
+        "command line, which the summary records)",
+    )
     run.add_argument("--num-envs", type=int, default=1)
     run.add_argument("--max-steps", type=int, default=15)
     run.add_argument("--hard", action="store_true", help="OSWorld-Hard: no FAIL at the limit")
     run.add_argument("--screen-size", help="WIDTHxHEIGHT (default: the suite's, or 1920x1080)")
     run.add_argument("--result-dir", default="results")
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument(
+        "--seed", type=int, default=0, help="seeds the agent and the envs (recorded in the summary)"
+    )
+    run.add_argument(
+        "--evaluation",
+        choices=EVALUATION_MODES,
+        default="osworld",
+        help="osworld: score exactly as OSWorld's code; fixed: with the README's metric fixes",
+    )
     run.add_argument("--online", action="store_true", help="allow downloading task assets")
     run.add_argument("--step-timeout", type=float, default=600.0, help="seconds per step")
     run.add_argument("--progress", choices=["auto", "bar", "lines"], default="auto")
+    run.add_argument(
+        "--allow-errors",
+        action="store_true",
+        help="exit 0 even when some tasks could not be scored (still counted as errors, not 0)",
+    )
     run.set_defaults(func=run_command)
 
 
@@ -121,6 +163,7 @@ class _Plan:
 
 
 def _plan(args: argparse.Namespace) -> _Plan:
+    remote = _remote_config(args)  # usage errors first, before any agent or env starts
     tasks = _select_tasks(args)
     requested_screen = _parse_screen(args.screen_size) if args.screen_size else None
     options = AgentOptions(
@@ -154,7 +197,7 @@ def _plan(args: argparse.Namespace) -> _Plan:
         max_steps=args.max_steps,
         hard=args.hard,
     )
-    provider, image = _provider(args.provider, args.image, screen)
+    provider, image = _provider(args.provider, args.image, screen, remote)
     env_kwargs = {
         "tasks": args.tasks,
         "provider": provider,
@@ -163,6 +206,7 @@ def _plan(args: argparse.Namespace) -> _Plan:
         "hard": args.hard,
         "screen_size": screen,
         "offline": not args.online,
+        "evaluation": args.evaluation,
         **agent.env_kwargs,
     }
     settings = {
@@ -184,6 +228,8 @@ def _plan(args: argparse.Namespace) -> _Plan:
         "rollouts_per_task": 1,
         "num_envs": args.num_envs,
         "offline": not args.online,
+        "evaluation": args.evaluation,
+        "seed": args.seed,
     }
     return _Plan(args, tasks, agent, layout, dialect, settings, env_kwargs)
 
@@ -205,8 +251,49 @@ def _suite_screen(source: str) -> tuple[int, int]:
     return SUITE_SCREENS.get(str(source), DEFAULT_SCREEN)
 
 
-def _provider(name: str, image: str | None, screen: tuple[int, int]) -> tuple[Any, str]:
+def _remote_config(args: argparse.Namespace) -> RemoteProviderConfig | None:
+    """The remote provider's config from ``--guest-url``/``--guest-token-env``; else None.
+
+    Raises:
+        ValueError: a usage error (no guest for ``--provider remote``, fewer guests than envs,
+            guest options for another provider, an unset token variable, a malformed URL).
+    """
+    urls = tuple(args.guest_urls or ())
+    if args.provider != "remote":
+        if urls or args.guest_token_env:
+            raise ValueError("--guest-url and --guest-token-env are for --provider remote")
+        return None
+    if not urls:
+        raise ValueError(
+            "--provider remote needs the running guest servers: --guest-url "
+            "http://HOST:5000 (repeatable; one env per URL)"
+        )
+    if args.num_envs > len(urls):
+        raise ValueError(
+            f"--num-envs {args.num_envs} needs as many --guest-url (got {len(urls)}): each "
+            f"env claims a guest of its own"
+        )
+    token = None
+    if args.guest_token_env:
+        token = os.environ.get(args.guest_token_env)
+        if not token:
+            raise ValueError(f"--guest-token-env: the variable {args.guest_token_env} is not set")
+    from osworld_gym.providers.remote import RemoteProviderConfig
+
+    return RemoteProviderConfig(urls=urls, token=token)  # validates the URLs
+
+
+def _provider(
+    name: str,
+    image: str | None,
+    screen: tuple[int, int],
+    remote: RemoteProviderConfig | None = None,
+) -> tuple[Any, str]:
     """What the envs get as ``provider`` (a picklable name or config), and the image to record."""
+    if remote is not None:
+        if image:
+            raise ValueError("--image is for the docker provider, not remote")
+        return dataclasses.replace(remote, screen_size=screen), "remote guests (--guest-url)"
     if name == "local":
         if image:
             raise ValueError("--image is for the docker provider; local runs this host's apps")
@@ -254,6 +341,8 @@ def _execute(plan: _Plan) -> int:
                 f"({'; '.join(conflicts)}); use another --result-dir or --model\n"
             )
             return 2
+    versions = library_versions()
+    _warn_about_libraries(versions, earlier)
     todo = [t for t in plan.tasks if not layout.is_done(t.domain, t.id)]
     skipped = len(plan.tasks) - len(todo)
     created = earlier.get("created") if earlier else None
@@ -269,7 +358,7 @@ def _execute(plan: _Plan) -> int:
         "wall_seconds": 0.0,
     }
     records = {r.task_dir: r for r in read_run(run_dir)} if run_dir.exists() else {}
-    _save_summary(run_dir, plan, invocation, created, records)
+    _save_summary(run_dir, plan, invocation, created, records, versions)
     sys.stderr.write(
         f"osworld-gym run: {len(todo)} task(s) to run, {skipped} done already; "
         f"{plan.agent.kind} agent on {min(args.num_envs, max(len(todo), 1))} {args.provider} "
@@ -297,6 +386,12 @@ def _execute(plan: _Plan) -> int:
                     task_dir = plan.layout.task_dir(task.domain, task.id)
                     score = _record(plan, task, task_dir, trajectory)
                     records[task_dir] = read_task(task_dir)
+                    if score is None:
+                        why = records[task_dir].error or "no score"
+                        progress.message(
+                            f"{task.domain}/{task.id}: not scored "
+                            f"({records[task_dir].error_kind} error): {why}"
+                        )
                     invocation["episodes_run"] += 1 + len(group.discarded)
                     invocation["errors"] += score is None
                     invocation["requeued_after_infra_errors"] = collector.requeued
@@ -309,9 +404,9 @@ def _execute(plan: _Plan) -> int:
                         trajectory.wall_seconds,
                         parse_errors,
                     )
-                    _save_summary(run_dir, plan, invocation, created, records)
+                    _save_summary(run_dir, plan, invocation, created, records, versions)
         invocation["status"] = "finished"
-        status = 1 if invocation["errors"] else 0
+        status = 1 if invocation["errors"] and not args.allow_errors else 0
     except KeyboardInterrupt:
         invocation.update(status="interrupted", interrupted=True)
         progress.message("interrupted: finished tasks are kept; rerun to complete the rest")
@@ -319,7 +414,7 @@ def _execute(plan: _Plan) -> int:
     finally:
         progress.close()
         invocation["wall_seconds"] = round(time.monotonic() - started, 2)
-        _save_summary(run_dir, plan, invocation, created, records)
+        _save_summary(run_dir, plan, invocation, created, records, versions)
     # The table covers the selected tasks; summary.json covers the whole run folder.
     rows = domain_rows(sorted((r for r in records.values() if r.task_id in by_id), key=_order))
     sys.stdout.write(format_table(rows) + "\n")
@@ -329,14 +424,62 @@ def _execute(plan: _Plan) -> int:
         f"{plan.settings['mode']} mode, {plan.settings['max_steps']} steps, agent "
         f"{plan.agent.kind} ({plan.agent.model}): "
         f"{'-' if rate is None else f'{100 * rate:.1f}%'} over {overall.scored} scored "
-        f"task(s); this invocation ran {invocation['episodes_run']} episode(s); "
-        f"summary: {run_dir / 'summary.json'}\n"
+        f"task(s), {overall.errors} error(s) not scored; this invocation ran "
+        f"{invocation['episodes_run']} episode(s); summary: {run_dir / 'summary.json'}\n"
     )
+    if invocation["errors"]:
+        selected = [r for r in records.values() if r.task_id in by_id]
+        _report_errors(invocation["errors"], selected, status)
     return status
 
 
+def _warn_about_libraries(versions: dict[str, Any], earlier: dict[str, Any] | None) -> None:
+    """Say before the run what will stop tasks from being scored, or may move their scores.
+
+    Missing metric libraries: the tasks that need them will be errors. Libraries whose versions
+    differ from the earlier invocation's in this run folder: its scores mix the two.
+    """
+    for extra, dists in versions["missing"].items():
+        if extra == "eval":  # the others are for few tasks (audio, video, OCR, Chrome)
+            sys.stderr.write(
+                f"osworld-gym run: metric libraries not installed: {', '.join(dists)}; tasks "
+                f"scored with them will be errors, not scores: pip install 'osworld-gym[eval]'\n"
+            )
+    before = (earlier or {}).get("versions", {}).get("packages")
+    if before is None:
+        return
+    now = versions["packages"]
+    changed = sorted(d for d in set(before) | set(now) if before.get(d) != now.get(d))
+    if changed:
+        sys.stderr.write(
+            "osworld-gym run: metric libraries differ from this run folder's earlier "
+            "invocation: "
+            + ", ".join(f"{d} {before.get(d, '-')} -> {now.get(d, '-')}" for d in changed)
+            + "\n"
+        )
+
+
+def _report_errors(count: int, records: Iterable[TaskRecord], status: int) -> None:
+    """The distinct reasons tasks were not scored, and the exit status they caused, if any."""
+    reasons = dict.fromkeys(r.error for r in records if r.score is None and r.error)
+    shown = list(reasons)[:5]
+    lines = [f"osworld-gym run: {count} task(s) not scored in this invocation (errors, not 0s):"]
+    lines += [f"  {reason}" for reason in shown]
+    if len(reasons) > len(shown):
+        lines.append(f"  ... and {len(reasons) - len(shown)} more reason(s): see summary.json")
+    if status == 1:
+        lines.append("  exit status 1 (--allow-errors exits 0 with errors)")
+    sys.stderr.write("\n".join(lines) + "\n")
+
+
 def _record(plan: _Plan, task: Task, task_dir: Path, trajectory: Any) -> float | None:
-    extra = {"agent": plan.agent.kind, "model": plan.agent.model}
+    settings = plan.settings
+    extra = {
+        "agent": plan.agent.kind,
+        "model": plan.agent.model,
+        "evaluation": settings["evaluation"],
+        "seed": settings["seed"],
+    }
     return write_task(task_dir, trajectory, domain=task.domain, dialect=plan.dialect, extra=extra)
 
 
@@ -350,6 +493,7 @@ def _save_summary(
     invocation: dict[str, Any],
     created: str | None,
     records: dict[Path, TaskRecord],
+    versions: dict[str, Any],
 ) -> dict[str, Any]:
     ids = {t.id for t in plan.tasks}
     # The summary covers every task in the run folder (earlier invocations' selections too).
@@ -360,5 +504,6 @@ def _save_summary(
         t.id for t in plan.tasks if not plan.layout.is_done(t.domain, t.id)
     )
     summary["tasks_in_folder"] = len(ordered)
+    summary["versions"] = versions
     write_summary(run_dir, summary)
     return summary

@@ -3,21 +3,27 @@
 ``summary.json`` records every setting that moves a score (``settings``), so two runs can be
 compared, and what the last invocation did (``invocation``: episodes run, tasks skipped as done,
 errors, wall time, whether it was interrupted). Success rates are OSWorld's: the mean score of
-the tasks that have one; tasks without a score (infrastructure errors, not run yet) are counted
-apart, never as zero.
+the tasks that have one; tasks without a score are errors, counted apart (``errors``, and
+``error_kinds``: ``reset``, ``infrastructure``, ``evaluation``, ``unfinished``), never as zero.
+``versions`` records what scored the last invocation's tasks: Python, osworld-gym and every
+installed package of the metric extras (:func:`library_versions`).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import logging
+import platform
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from osworld_gym.commands.results import SUMMARY_FILE, TaskRecord, write_atomically
+from osworld_gym.commands.doctor import extra_distributions
+from osworld_gym.commands.results import ERROR_KINDS, SUMMARY_FILE, TaskRecord, write_atomically
+from osworld_gym.version import __version__
 
 logger = logging.getLogger(__name__)
 
@@ -37,8 +43,13 @@ SCORE_SETTINGS = (
     "image",
     "agent",
     "model",
+    "evaluation",
 )
 """Settings that must match for a rerun to continue a run (they change what a score means)."""
+SETTING_DEFAULTS = {"evaluation": "osworld"}
+"""What a run folder written before a setting was recorded ran with."""
+METRIC_EXTRAS = ("eval", "media", "ocr", "chrome")
+"""The extras whose packages score tasks (metrics, and the Chrome getters' Playwright)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +66,11 @@ class DomainRow:
     def success_rate(self) -> float | None:
         """Mean score over the scored tasks, None when none is scored."""
         return self.score_sum / self.scored if self.scored else None
+
+    @property
+    def errors(self) -> int:
+        """Tasks that ran but have no score (see :attr:`TaskRecord.error_kind`)."""
+        return self.tasks - self.scored
 
     @property
     def mean_steps(self) -> float | None:
@@ -85,13 +101,16 @@ def _row(domain: str, records: Sequence[TaskRecord]) -> DomainRow:
 
 def format_table(rows: Sequence[DomainRow]) -> str:
     """The rows as an aligned text table."""
-    lines = [f"{'domain':<24} {'tasks':>6} {'scored':>7} {'success':>8} {'mean steps':>11}"]
+    columns = ("tasks", 6), ("scored", 7), ("errors", 7), ("success", 8), ("mean steps", 11)
+    lines = [f"{'domain':<24} " + " ".join(f"{name:>{width}}" for name, width in columns)]
     for row in rows:
         if row.domain == "all":
             lines.append("-" * len(lines[0]))
         rate = "-" if row.success_rate is None else f"{100 * row.success_rate:.1f}%"
         steps = "-" if row.mean_steps is None else f"{row.mean_steps:.1f}"
-        lines.append(f"{row.domain:<24} {row.tasks:>6} {row.scored:>7} {rate:>8} {steps:>11}")
+        values = (row.tasks, row.scored, row.errors, rate, steps)
+        cells = " ".join(f"{v:>{w}}" for v, (_, w) in zip(values, columns, strict=True))
+        lines.append(f"{row.domain:<24} {cells}")
     return "\n".join(lines)
 
 
@@ -113,6 +132,7 @@ def build_summary(
         "settings": dict(settings),
         "invocation": dict(invocation),
         "overall": _row_dict(overall),
+        "error_kinds": error_kinds(records),
         "domains": {row.domain: _row_dict(row) for row in rows[:-1]},
         "tasks": {
             record.task_id: {
@@ -120,9 +140,45 @@ def build_summary(
                 "score": record.score,
                 "steps": len(record.steps),
                 "error": record.error,
+                "error_kind": record.error_kind,
             }
             for record in records
         },
+    }
+
+
+def error_kinds(records: Sequence[TaskRecord]) -> dict[str, int]:
+    """How many tasks have no score, per reason (every kind listed, zeros included)."""
+    counts = dict.fromkeys(ERROR_KINDS, 0)
+    for record in records:
+        kind = record.error_kind
+        if kind is not None:
+            counts[kind] += 1
+    return counts
+
+
+def library_versions(extras: Sequence[str] = METRIC_EXTRAS) -> dict[str, Any]:
+    """What scores tasks here: Python, osworld-gym, and the metric extras' packages.
+
+    Returns:
+        ``{"python": ..., "osworld-gym": ..., "packages": {distribution: version},
+        "missing": {extra: [distribution, ...]}}``: ``packages`` holds every installed package
+        of ``extras`` (a package of several extras once), ``missing`` the ones that are not
+        installed, per extra (an extra with none missing is left out).
+    """
+    packages: dict[str, str] = {}
+    missing: dict[str, list[str]] = {}
+    for extra in extras:
+        for dist in extra_distributions(extra):
+            try:
+                packages[dist] = importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                missing.setdefault(extra, []).append(dist)
+    return {
+        "python": platform.python_version(),
+        "osworld-gym": __version__,
+        "packages": dict(sorted(packages.items())),
+        "missing": missing,
     }
 
 
@@ -130,6 +186,7 @@ def _row_dict(row: DomainRow) -> dict[str, Any]:
     return {
         "tasks": row.tasks,
         "scored": row.scored,
+        "errors": row.errors,
         "score_sum": row.score_sum,
         "success_rate": row.success_rate,
         "mean_steps": row.mean_steps,
@@ -158,11 +215,12 @@ def load_summary(run_dir: Path) -> dict[str, Any] | None:
 
 def settings_conflicts(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """Score-relevant settings that differ between an earlier run and this one."""
-    return [
-        f"{key}: {old.get(key)!r} before, {new.get(key)!r} now"
-        for key in SCORE_SETTINGS
-        if _canonical(old.get(key)) != _canonical(new.get(key))
-    ]
+    conflicts = []
+    for key in SCORE_SETTINGS:
+        before = old.get(key, SETTING_DEFAULTS.get(key))
+        if _canonical(before) != _canonical(new.get(key)):
+            conflicts.append(f"{key}: {before!r} before, {new.get(key)!r} now")
+    return conflicts
 
 
 def _canonical(value: Any) -> Any:

@@ -157,6 +157,7 @@ class RolloutBook:
         trajectory.final_screenshot = screenshot
         trajectory.terminated, trajectory.truncated = result.terminated, result.truncated
         trajectory.infra_error = result.infra_error
+        trajectory.evaluation_error = result.info.get("evaluation_error")
         score = result.info.get("score")
         trajectory.score = None if score is None else float(score)
         return self._finish(result.env_id)

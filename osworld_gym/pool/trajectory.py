@@ -89,6 +89,8 @@ class Trajectory:
         terminated: Ended by the agent's DONE or FAIL.
         truncated: Ended by the step limit or an infrastructure fault.
         infra_error: The infrastructure fault that cut the episode, if any.
+        evaluation_error: Why an episode that ran to its end has no score (the last step's
+            ``info["evaluation_error"]``: a missing metric library, a failed postconfig step).
         error: Why the episode could not start (the reset's error), if it could not.
         reset_timings: Seconds per phase of the reset.
         wall_seconds: Wall time from the reset call to the last step's result.
@@ -105,6 +107,7 @@ class Trajectory:
     terminated: bool = False
     truncated: bool = False
     infra_error: str | None = None
+    evaluation_error: str | None = None
     error: str | None = None
     reset_timings: dict[str, float] = field(default_factory=dict)
     wall_seconds: float = 0.0
