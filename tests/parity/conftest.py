@@ -96,6 +96,12 @@ def _side_python() -> Path:
 
 
 @pytest.fixture(scope="session")
+def osworld_python() -> Path:
+    """The side venv's Python (OSWorld's ``desktop-env`` and its libraries, not ours)."""
+    return _side_python()
+
+
+@pytest.fixture(scope="session")
 def osworld(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OSWorld]:
     """The client of one worker running OSWorld's metrics in the side venv, for the session."""
     client = OSWorld(_side_python(), tmp_path_factory.mktemp("osworld-worker"))

@@ -70,6 +70,8 @@ OSWORLD_ONLY_LIBRARIES: tuple[str, ...] = (
     "scikit-image==0.25.2",
     "pyacoustid==1.3.0",
     "beautifulsoup4==4.14.2",
+    # controllers/setup.py: its upload step encodes files with it
+    "requests-toolbelt==1.0.0",
 )
 
 BUILD_TIMEOUT_S = 1800.0
