@@ -62,6 +62,56 @@ def test_vlc_defaults_apply_when_a_setting_is_absent(tmp_path: Path) -> None:
         get_metric("check_qt_slider_colours")(str(path), {"type": "rainbow"})
 
 
+VLC_READERS = [
+    ("check_qt_bgcone", {"expected_qt_bgcone": 0}),
+    ("check_qt_max_volume", {"expected_qt_max_volume": 125}),
+    ("check_qt_minimal_view", {"expected_qt_minimal_view": 0}),
+    ("check_one_instance_when_started_from_file",
+     {"expected_one_instance_when_started_from_file": 1}),
+    ("check_global_key_play_pause", {"expected_global_key_play_pause": 0}),
+    ("check_qt_slider_colours", {"type": "blackish"}),
+    ("is_vlc_recordings_folder", {"recording_file_path": "/"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "rule"), VLC_READERS)
+def test_vlcrc_not_utf8_raises(tmp_path: Path, name: str, rule: dict[str, Any]) -> None:
+    path = tmp_path / "vlcrc"
+    path.write_bytes(b"qt-bgcone=0\n# caf\xe9\n")  # OSWorld decodes the bytes strictly
+    with pytest.raises(UnicodeDecodeError):
+        get_metric(name)(str(path), rule)
+
+
+def test_vlcrc_is_read_as_osworld_reads_it(tmp_path: Path) -> None:
+    metric = get_metric("check_qt_bgcone")
+    path = tmp_path / "vlcrc"
+    path.write_bytes(b"qt-bgcone=0\rx=1\n")  # a lone CR ends no line: the value is "1"
+    assert metric(str(path), {"expected_qt_bgcone": 0}) == 0.0
+    assert metric(str(path), {"expected_qt_bgcone": 1}) == 1.0
+    path.write_bytes(b"qt-bgcone=0\r\n")  # a CRLF's CR is stripped with the value
+    assert metric(str(path), {"expected_qt_bgcone": 0}) == 1.0
+    # an int is compared as its text, anything else as it is
+    assert metric(str(path), {"expected_qt_bgcone": "0"}) == 1.0
+    assert metric(str(path), {"expected_qt_bgcone": 0.0}) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("colours", "score"),
+    [
+        ("10;20;30;40;50;60", 1.0),
+        ("10;20;30;40;50;160", 0.0),
+        ("10;20;30;200", 1.0),  # an incomplete last triple goes unchecked, as in OSWorld
+        ("10;20;30;40;200", 1.0),
+        ("200;20", 1.0),  # no complete triple at all
+        ("black", 0.0),
+    ],
+)
+def test_blackish_slider_colours(tmp_path: Path, colours: str, score: float) -> None:
+    path = tmp_path / "vlcrc"
+    path.write_text(f"qt-slider-colours={colours}\n")
+    assert get_metric("check_qt_slider_colours")(str(path), {"type": "blackish"}) == score
+
+
 GIMPRC = "# GIMP gimprc\n\n(undo-levels 100)\n(default-image (width 640))\n"
 
 
@@ -79,6 +129,35 @@ def test_check_config_status(tmp_path: Path, rule: dict[str, Any], score: float)
     path.write_text(GIMPRC)
     assert get_metric("check_config_status")(str(path), rule) == score
     assert get_metric("check_config_status")(None, rule) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        ("(theme x)\n  \n(undo-levels 100)\n", {"key": "undo-levels", "value": "100"}),
+        ("()\n(undo-levels 100)\n", {"key": "undo-levels", "value": "100"}),
+        ("  \n(size 1 2)\n", {"key": ["size", "1"], "value": "2"}),
+        ("(size)\n(size 1 2)\n", {"key": ["size", "1"], "value": "2"}),
+    ],
+)
+def test_check_config_status_short_line_raises(
+    tmp_path: Path, text: str, rule: dict[str, Any]
+) -> None:
+    # OSWorld skips only "#" lines and empty ones; a line with too few items to compare
+    # before the match makes its indexing raise.
+    path = tmp_path / "gimprc"
+    path.write_text(text)
+    with pytest.raises(IndexError):
+        get_metric("check_config_status")(str(path), rule)
+
+
+def test_check_config_status_short_lines_that_pass(tmp_path: Path) -> None:
+    metric = get_metric("check_config_status")
+    path = tmp_path / "gimprc"
+    path.write_text("(other)\n(size 1 2)\n")  # the name differs: item 1 is never read
+    assert metric(str(path), {"key": ["size", "1"], "value": "2"}) == 1.0
+    path.write_text("  \n(size 1 2)\n")  # a key of neither kind reads no item
+    assert metric(str(path), {"key": 5, "value": "2"}) == 0.0
 
 
 PREFS = """\
@@ -106,6 +185,14 @@ def test_check_thunderbird_prefs(tmp_path: Path, rule: dict[str, Any], score: fl
     path.write_text(PREFS)
     assert get_metric("check_thunderbird_prefs")(str(path), rule) == score
     assert get_metric("check_thunderbird_prefs")(None, rule) == 0.0
+
+
+def test_check_thunderbird_prefs_value_not_json_raises(tmp_path: Path) -> None:
+    path = tmp_path / "prefs.js"
+    path.write_text(PREFS + "user_pref(\"broken.value\", 'single');\n")
+    rule = {"expect": {"mail.spam.enabled": {"method": "eq", "ref": True}}}
+    with pytest.raises(ValueError):  # OSWorld parses every pref line unguarded
+        get_metric("check_thunderbird_prefs")(str(path), rule)
 
 
 FILTERS = """\
@@ -141,6 +228,22 @@ def test_check_thunderbird_filter(tmp_path: Path, rules: dict[str, Any], score: 
     path.write_text(FILTERS)
     assert get_metric("check_thunderbird_filter")(str(path), rules) == score
     assert get_metric("check_thunderbird_filter")(None, rules) == 0.0
+
+
+def test_check_thunderbird_filter_reads_values_as_osworld(tmp_path: Path) -> None:
+    metric = get_metric("check_thunderbird_filter")
+    path = tmp_path / "msgFilterRules.dat"
+    # OSWorld cuts two characters off each line for '"\n': a last line without its newline
+    # loses the condition's ")", which then does not parse.
+    path.write_text(FILTERS.rstrip("\n"))
+    assert metric(str(path), {"expect": [PROMO]}) == 0.0
+    assert metric(str(path), {"expect": [{"name": "Promo"}]}) == 1.0
+    path.write_text('enabled="yes"\n' + FILTERS)  # a field before any filter's name
+    with pytest.raises(ValueError, match="before the first name"):
+        metric(str(path), {"expect": [PROMO]})
+    path.write_bytes(FILTERS.encode() + b'name="caf\xe9"\n')
+    with pytest.raises(UnicodeDecodeError):
+        metric(str(path), {"expect": [PROMO]})
 
 
 def xcu(*items: tuple[str, str, str]) -> str:

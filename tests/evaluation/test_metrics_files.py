@@ -12,6 +12,10 @@ import pytest
 
 from osworld_gym.evaluation.metrics import get_metric
 
+# Not UTF-8. OSWorld reads text files strictly, so such a file raises (the evaluator scores
+# the metric 0) or scores 0 where OSWorld catches the error; it is never scored as text.
+LATIN1 = "café ok\n".encode("latin-1")
+
 
 @pytest.fixture()
 def write(tmp_path: Path) -> Callable[[str, str | bytes], str]:
@@ -46,6 +50,11 @@ def test_compare_text_file_none(write) -> None:
     assert get_metric("compare_text_file")(None, write("e.txt", "x")) == 0.0
 
 
+def test_compare_text_file_not_utf8_raises(write) -> None:
+    with pytest.raises(UnicodeDecodeError):  # even with the same bytes on both sides
+        get_metric("compare_text_file")(write("r.txt", LATIN1), write("e.txt", LATIN1))
+
+
 def test_diff_text_file(write) -> None:
     metric = get_metric("diff_text_file")
     expected = write("e.js", "a\nb\nc\nd\n")
@@ -53,6 +62,8 @@ def test_diff_text_file(write) -> None:
     assert metric(write("half.js", "a\nb\nx\ny\n"), expected) == 0.5
     assert metric(write("none.js", "x\n"), expected) == 0.0
     assert metric(None, expected) == 0.0
+    with pytest.raises(UnicodeDecodeError):
+        metric(write("latin.js", LATIN1), expected)
 
 
 @pytest.mark.parametrize(
@@ -68,6 +79,9 @@ def test_file_contains_missing(tmp_path: Path) -> None:
     metric = get_metric("file_contains")
     assert metric(None, {"expected": ["a"]}) == 0.0
     assert metric(str(tmp_path / "absent.txt"), {"expected": ["a"]}) == 0.0
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes(LATIN1)
+    assert metric(str(latin), {"expected": ["ok"]}) == 0.0  # OSWorld catches the read error
 
 
 @pytest.mark.parametrize(
@@ -83,6 +97,14 @@ def test_file_contains_missing(tmp_path: Path) -> None:
 def test_check_list(write, text: str, rules: dict, score: float) -> None:
     assert get_metric("check_list")(write("out.txt", text), rules) == score
     assert get_metric("check_list")(None, rules) == 0.0
+
+
+def test_check_list_reads_lines_as_file_iteration(write) -> None:
+    metric = get_metric("check_list")
+    # a form feed ends no line of an iterated file (str.splitlines would split there)
+    assert metric(write("ff.txt", "a.txt\x0cb.md\n"), {"expect": [r"^b\.md"]}) == 0.0
+    with pytest.raises(UnicodeDecodeError):
+        metric(write("latin.txt", LATIN1), {"expect": ["ok"]})
 
 
 CSV = "url,user\nimap://a,alice\nimap://b,bob\n"
@@ -101,6 +123,16 @@ CSV = "url,user\nimap://a,alice\nimap://b,bob\n"
 def test_check_csv(write, rules: dict, score: float) -> None:
     assert get_metric("check_csv")(write("accounts.csv", CSV), rules) == score
     assert get_metric("check_csv")(None, rules) == 0.0
+
+
+def test_check_csv_reads_with_universal_newlines(write) -> None:
+    metric = get_metric("check_csv")
+    # OSWorld opens the CSV without newline="": a quoted CRLF (or CR) reads as LF.
+    crlf = write("crlf.csv", b'user,note\r\nada,"a\r\nb"\r\n')
+    assert metric(crlf, {"expect": [{"note": "a\nb"}]}) == 1.0
+    assert metric(crlf, {"expect": [{"note": "a\r\nb"}]}) == 0.0
+    with pytest.raises(UnicodeDecodeError):
+        metric(write("latin.csv", b"user\nada\n" + LATIN1), {"expect": [{"user": "ada"}]})
 
 
 MANIFEST = {"name": "happy", "version": "0.0.1", "background": {"scripts": ["bg.js"]}}
@@ -135,6 +167,34 @@ def test_check_json_yaml_and_bad_files(write, tmp_path: Path) -> None:
     assert metric(write("bad.json", "{not json"), rules) == 0.0
     assert metric(str(tmp_path / "absent.json"), rules) == 0.0
     assert metric(None, rules) == 0.0
+    assert metric(write("latin.json", b'{"note": "caf\xe9"}'), {}) == 0.0  # not UTF-8
+    assert metric(write("null.yml", "null\n"), {}, is_yaml=True) == 0.0  # empty YAML only
+
+
+def _json_rule(key: list[Any], method: str, ref: Any) -> dict[str, Any]:
+    return {"key": key, "method": method, "ref": ref}
+
+
+@pytest.mark.parametrize(
+    ("content", "rules", "score"),
+    [
+        # JSON null is a document like any other: no key is found in it.
+        ("null", {}, 1.0),
+        ("null", {"unexpect": [_json_rule(["n"], "eq", 5)]}, 1.0),
+        ("null", {"expect": [_json_rule(["n"], "eq", 5)]}, 0.0),
+        ("null", {"expect": [_json_rule([], "eq", None)]}, 1.0),
+        # An unexpect index out of range is an error, not a missing key (which reads None).
+        ('{"files": ["a"]}', {"unexpect": [_json_rule(["files", 9], "eq", "x")]}, 0.0),
+        ('{"files": ["a"]}', {"unexpect": [_json_rule(["gone"], "eq", "x")]}, 1.0),
+        ('{"files": ["a"]}', {"unexpect": [{"method": "eq", "ref": 1}]}, 0.0),  # no key
+        # str_list_eq / str_set_eq want a string: a number or a missing value scores 0.
+        ('{"v": 5}', {"expect": [_json_rule(["v"], "str_list_eq", ["5"])]}, 0.0),
+        ('{"v": "5"}', {"expect": [_json_rule(["v"], "str_list_eq", ["5"])]}, 1.0),
+        ('{"v": "a"}', {"unexpect": [_json_rule(["w"], "str_set_eq", ["a"])]}, 0.0),
+    ],
+)
+def test_check_json_as_osworld(write, content: str, rules: dict, score: float) -> None:
+    assert get_metric("check_json")(write("data.json", content), rules) == score
 
 
 def test_check_line_number(write) -> None:
@@ -143,6 +203,9 @@ def test_check_line_number(write) -> None:
     assert metric(write("sar.txt", report), {"expected": "2"}) == 1.0
     assert metric(write("sar2.txt", report), {"expected": 3}) == 0.0
     assert metric(None, {"expected": "2"}) == 0.0
+    # lines as file iteration yields them: U+2028 ends no line
+    assert metric(write("u2028.txt", "12:00:00\u202812:00:01\n"), {"expected": 1}) == 1.0
+    assert metric(write("latin.txt", b"12:00:00 caf\xe9\n"), {"expected": 1}) == 0.0
 
 
 @pytest.mark.parametrize(
@@ -162,6 +225,11 @@ def test_compare_result_files(write, result: str, expected: str, score: float) -
     assert metric(None, write("e2.txt", expected)) == 0.0
 
 
+def test_compare_result_files_not_utf8_raises(write) -> None:
+    with pytest.raises(UnicodeDecodeError):
+        get_metric("compare_result_files")(write("r.txt", b"caf\xe9 42"), write("e.txt", "42"))
+
+
 def test_compare_python_pure_text(write) -> None:
     metric = get_metric("compare_python_pure_text")
     gold = write("gold.py", "def f():\n    return 1\n")
@@ -169,6 +237,8 @@ def test_compare_python_pure_text(write) -> None:
     assert metric(tabbed, gold) == 1.0
     assert metric(write("b.py", "```python\ndef f():\n    return 1\n```\n"), gold) == 0.0
     assert metric(None, gold) == 0.0
+    latin = write("latin.py", b"x = 'caf\xe9'\n")
+    assert metric(latin, latin) == 0.0  # OSWorld catches the UnicodeDecodeError
 
 
 def test_run_sqlite3(tmp_path: Path) -> None:
@@ -195,12 +265,22 @@ SETTINGS: dict[str, Any] = {"editor.wordWrapColumn": 50, "files.autoSave": "afte
         (json.dumps(SETTINGS), {"absent.key": 1}, 0.0),
         ('{"a": 1, // a comment\n}', {"a": 1}, 0.0),  # JSONC does not parse, as in OSWorld
         ("[1, 2]", {"a": 1}, 0.0),
+        (b'{"editor.wordWrapColumn": 50, "n": "caf\xe9"}', {"editor.wordWrapColumn": 50}, 0.0),
+        # OSWorld looks into any document with `in`, then indexing
+        ("null", {}, 1.0),
+        ("[1, 2]", {}, 1.0),
     ],
 )
 def test_check_json_settings(write, content: str, expected: dict, score: float) -> None:
     metric = get_metric("check_json_settings")
     assert metric(write("settings.json", content), {"expected": expected}) == score
     assert metric(None, {"expected": expected}) == 0.0
+
+
+def test_check_json_settings_document_holding_the_key_raises(write) -> None:
+    metric = get_metric("check_json_settings")
+    with pytest.raises(TypeError):  # the key is in the list, which cannot be indexed by it
+        metric(write("list.json", '["a", "b"]'), {"expected": {"a": 1}})
 
 
 BINDING = {"key": "ctrl+j", "command": "workbench.action.focus", "when": "terminalFocus"}
@@ -214,6 +294,7 @@ BINDING = {"key": "ctrl+j", "command": "workbench.action.focus", "when": "termin
         (json.dumps([{**BINDING, "key": "ctrl+k"}]), 0.0),
         (json.dumps(BINDING), 0.0),  # an object, not a list
         ("garbage", 0.0),
+        (json.dumps([BINDING]).encode()[:-1] + b', "caf\xe9"]', 0.0),  # not UTF-8
     ],
 )
 def test_check_json_keybindings(write, content: str, score: float) -> None:

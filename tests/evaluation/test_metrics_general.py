@@ -59,6 +59,10 @@ JPGS = {"expected": ["a.jpg", "b.jpg"]}
         ("check_gnome_favorite_apps", ("['a.desktop', 'a.desktop']", APPS), {}, 0.0),
         ("check_gnome_favorite_apps", ("__import__('os')", {"expected": []}), {}, 0.0),
         ("check_gnome_favorite_apps", (None, {"expected": []}), {}, 0.0),
+        # any literal is compared by length and set of items, as OSWorld's eval'd value is
+        ("check_gnome_favorite_apps", ("'a'", {"expected": ["a"]}), {}, 1.0),
+        ("check_gnome_favorite_apps", ("'ab'", {"expected": ["a", "b"]}), {}, 1.0),
+        ("check_gnome_favorite_apps", ("{'a': 1}", {"expected": ["a"]}), {}, 1.0),
         ("is_utc_0", ("L\nU\nR\n       Time zone: Etc/UTC (UTC, +0000)\nS",), {}, 1.0),
         ("is_utc_0", ("L\nU\nR\n       Time zone: Europe/Paris (CET, +0100)\nS",), {}, 0.0),
         ("is_utc_0", ("short",), {}, 0.0),
@@ -66,6 +70,7 @@ JPGS = {"expected": ["a.jpg", "b.jpg"]}
         ("check_moved_jpgs", ({"children": [{"name": "b.jpg"}, {"name": "a.jpg"}]}, JPGS), {}, 1.0),
         ("check_moved_jpgs", ({"children": [{"name": "a.jpg"}]}, JPGS), {}, 0.0),
         ("check_moved_jpgs", (None, {"expected": ["a.jpg"]}), {}, 0.0),
+        ("check_moved_jpgs", ({"children": []}, {"expected": []}), {}, 1.0),
         # argument order is OSWorld's: the rule first, then the clipboard text
         ("is_in_vm_clickboard", ({"expected": "/home/user/x.docx"}, "/home/user/x.docx"), {}, 1.0),
         ("is_in_vm_clickboard", ({"expected": ["a", "b"]}, "a only"), {}, 0.0),
@@ -74,6 +79,13 @@ JPGS = {"expected": ["a.jpg", "b.jpg"]}
 )
 def test_value_metric(name: str, args: tuple, kwargs: dict[str, Any], score: float) -> None:
     assert get_metric(name)(*args, **kwargs) == score
+
+
+def test_os_state_metrics_raise_where_osworld_does() -> None:
+    with pytest.raises(TypeError):  # a number has no length
+        get_metric("check_gnome_favorite_apps")("5", {"expected": ["a"]})
+    with pytest.raises(KeyError):  # a listing without children
+        get_metric("check_moved_jpgs")({"name": "cpjpg", "type": "directory"}, {"expected": []})
 
 
 def test_literal_match_rejects_unknown_type() -> None:
@@ -107,6 +119,10 @@ JSON_CASES: list[tuple[Any, dict[str, Any], float]] = [
     ({"t": "2024-05-06T10"}, {"expected": {"t": "2024-05-06"}, "expect_in_result": True}, 1.0),
     ({"t": None}, {"expected": {"t": "2024"}, "expect_in_result": True}, 0.0),
     ({"t": 3}, {"expected": {"t": 3}, "expect_in_result": True}, 0.0),  # only str/list values
+    # rules without "expected": OSWorld's lookup fails inside its try, so 0 (not "all of none")
+    ({"a": 1}, {}, 0.0),
+    ({"a": 1}, {"expect_in_result": True}, 0.0),
+    ({"a": 1}, {"expected": {}}, 1.0),
 ]
 
 

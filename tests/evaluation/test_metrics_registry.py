@@ -229,6 +229,10 @@ def test_match_value_to_rule_errors() -> None:
         match_value_to_rule("x", {"method": "re.NOPE", "ref": "x"})
     with pytest.raises(TypeError):
         match_value_to_rule(1.0, {"method": "re", "ref": "1"})
+    with pytest.raises(TypeError, match="needs a string"):  # OSWorld strips the value itself
+        match_value_to_rule(5, {"method": "str_list_eq", "ref": ["5"]})
+    with pytest.raises(TypeError, match="needs a string"):
+        match_value_to_rule(None, {"method": "str_set_eq", "ref": []})
 
 
 def test_spreadsheet_range_rule() -> None:

@@ -17,7 +17,6 @@ from parity_harness import (
     FileContent,
     OSWorld,
     assert_same_score,
-    disagreement,
     make_file,
     real_rules,
 )
@@ -63,6 +62,7 @@ def _vlc_setting_cases() -> list[Any]:
                 "set-then-commented": vlcrc(f"{marker}={want}", f"#{marker}={other}"),
                 "spaces": vlcrc(f"{marker} = {want} "),
                 "crlf": vlcrc(f"{marker}={want}").replace("\n", "\r\n"),
+                "lone-cr": vlcrc(f"{marker}={want}\rx={other}"),  # not a line end there
                 "empty": "",
             }
             for name, text in files.items():
@@ -83,12 +83,7 @@ def _vlc_setting_cases() -> list[Any]:
                     metric,
                     vlcrc(f"{marker}={want}").encode() + b"# caf\xe9\n",
                     rules,
-                    id=f"{metric}-latin-1",
-                    marks=disagreement(
-                        "a vlcrc that is not UTF-8: OSWorld decodes the bytes strictly outside "
-                        "its try block and raises; ours decodes with errors='replace' and reads "
-                        "the setting (1)"
-                    ),
+                    id=f"{metric}-latin-1",  # OSWorld's strict decode raises
                 )
             )
     return cases
@@ -124,12 +119,7 @@ SLIDER = [
     pytest.param(
         vlcrc("qt-slider-colours=10;20;30;200"),
         _BLACKISH,
-        id="blackish-incomplete-triple",
-        marks=disagreement(
-            "blackish with a value count that is not a multiple of 3: OSWorld zips the values "
-            "into RGB triples, dropping the incomplete last one (200 is never checked, 1); ours "
-            "wants every value below 100 (0)"
-        ),
+        id="blackish-incomplete-triple",  # the incomplete last triple goes unchecked: 1
     ),
     pytest.param(
         vlcrc(f"qt-slider-colours={_SLIDER_DEFAULT}"),
@@ -267,15 +257,15 @@ CONFIG_STATUS = [
     pytest.param(
         '(theme "Light")\n  \n(undo-levels 100)\n',
         {"key": "undo-levels", "value": "100"},
-        id="whitespace-line-before-match",
-        marks=disagreement(
-            "a line of spaces: OSWorld skips only '#' lines and '\\n', so the blank line splits "
-            "into no items and items[0] raises IndexError before the matching line is reached; "
-            "ours skips lines without items and finds the setting (1)"
-        ),
+        id="whitespace-line-before-match",  # no items to index: OSWorld raises
     ),
     pytest.param('(theme "Zürich")\n', {"key": "theme", "value": '"Zürich"'}, id="unicode"),
     pytest.param(_GIMPRC, {"key": 5, "value": "100"}, id="key-not-text"),
+    pytest.param("  \n(size 1 2)\n", {"key": ["size", "1"], "value": "2"}, id="pair-after-spaces"),
+    pytest.param("  \n(undo-levels 100)\n", {"key": 5, "value": "100"}, id="spaces-key-not-text"),
+    pytest.param(
+        "()\n(undo-levels 100)\n", {"key": "undo-levels", "value": "100"}, id="empty-parens"
+    ),
     pytest.param(_GIMPRC, {"value": "100"}, id="rule-without-key"),
     pytest.param(None, {"key": "theme", "value": '"Light"'}, id="none"),
 ]
@@ -370,11 +360,7 @@ PREFS = [
     pytest.param(
         _PREFS + "user_pref(\"broken.value\", 'single');\n",
         {"expect": {"mail.identity.id1.auto_quote": _eq(True)}},
-        id="malformed-value-elsewhere",
-        marks=disagreement(
-            "a pref whose value is not JSON (single quotes): OSWorld's json.loads has no try "
-            "around it and the whole metric raises; ours skips that line and scores the rules (1)"
-        ),
+        id="malformed-value-elsewhere",  # OSWorld's unguarded json.loads raises
     ),
     pytest.param(None, {"expect": {"a": _eq(1)}}, id="none"),
     pytest.param(ABSENT, {"expect": {"a": _eq(1)}}, id="absent"),
@@ -446,15 +432,16 @@ FILTER = [
     pytest.param(_FILTERS, {"unexpect": [{"action": "Delete"}]}, id="unexpect-absent"),
     pytest.param(_FILTERS, {}, id="no-rules"),
     pytest.param("", {"expect": [{"name": "x"}]}, id="empty"),
+    pytest.param('enabled="yes"\n' + _FILTERS, {"expect": [{"name": "x"}]}, id="field-first"),
+    pytest.param(
+        _FILTERS.replace('name="Forward all"', 'name="Forward\x0ball"'),
+        {"expect": [{"name": "Forward\x0ball"}]},
+        id="vertical-tab",  # no line end for file iteration
+    ),
     pytest.param(
         _FILTERS.rstrip("\n"),
         {"expect": [{"condition": _LAST_CONDITIONS}]},
-        id="no-final-newline",
-        marks=disagreement(
-            "the last line without its newline: OSWorld slices values as l[11:-2], assuming "
-            "'\"\\n' at the end, so the final condition loses its ')' and does not parse (0); "
-            "ours strips the quotes of the line as it is (1)"
-        ),
+        id="no-final-newline",  # the value slice assumes '"\n': the last ')' is lost, 0
     ),
     pytest.param(
         _FILTERS.replace("Promotions", "Prömotions"), {"expect": [{"name": "Prömotions"}]}, id="u"

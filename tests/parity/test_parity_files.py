@@ -17,21 +17,14 @@ from parity_harness import (
     FileContent,
     OSWorld,
     assert_same_score,
-    disagreement,
     make_file,
     real_rules,
 )
 
 pytestmark = pytest.mark.parity
 
-LATIN1 = "café ok\nsame\n".encode("latin-1")  # not UTF-8: OSWorld's strict reads fail on it
-
-
-def _bad_bytes(reason: str) -> pytest.MarkDecorator:
-    return disagreement(
-        f"a file that is not UTF-8: OSWorld opens it with strict decoding and {reason}; ours "
-        "reads it with errors='replace' and scores the text"
-    )
+# Not UTF-8: OSWorld's strict reads fail on it (each metric then raises or scores 0).
+LATIN1 = "café ok\nsame\n".encode("latin-1")
 
 
 # --- diff_text_file ---------------------------------------------------------------------------
@@ -52,7 +45,7 @@ DIFF_TEXT = [
     pytest.param(None, "a\n", id="none"),
     pytest.param("a\n", None, id="expected-none"),
     pytest.param(ABSENT, "a\n", id="absent"),
-    pytest.param(LATIN1, "café ok\nsame\n", id="latin-1", marks=_bad_bytes("raises")),
+    pytest.param(LATIN1, "café ok\nsame\n", id="latin-1"),  # raises
     pytest.param("x\n" * 200 + "y\n", "x\n" * 201, id="long"),
 ]
 
@@ -162,7 +155,7 @@ FILE_CONTAINS = [
     pytest.param(None, {"expected": ["a"]}, id="none"),
     pytest.param(ABSENT, {"expected": ["a"]}, id="absent"),
     pytest.param("abc", {}, id="config-without-expected"),
-    pytest.param(LATIN1, {"expected": ["ok"]}, id="latin-1", marks=_bad_bytes("scores 0")),
+    pytest.param(LATIN1, {"expected": ["ok"]}, id="latin-1"),  # scores 0
 ]
 
 
@@ -196,12 +189,13 @@ CHECK_LIST = [
     pytest.param("", {}, id="empty-no-rules"),
     pytest.param("", {"unexpect": ["x"]}, id="empty-unexpect"),
     pytest.param(_LIST_TEXT.replace("\n", "\r\n"), {"expect": [r"\.txt$"]}, id="crlf"),
+    pytest.param("a.txt\x0cb.md\n", {"expect": [r"^b\.md"]}, id="form-feed"),
     pytest.param("naïve.py\n", {"expect": [r"^na\wve"]}, id="unicode"),
     pytest.param(_LIST_TEXT, {"expect": ["alpha\nbeta"]}, id="pattern-across-lines"),
     pytest.param(_LIST_TEXT, {"expect": ["("]}, id="bad-regex"),
     pytest.param(None, {"expect": ["a"]}, id="none"),
     pytest.param(ABSENT, {"expect": ["a"]}, id="absent"),
-    pytest.param(LATIN1, {"expect": ["ok"]}, id="latin-1", marks=_bad_bytes("raises")),
+    pytest.param(LATIN1, {"expect": ["ok"]}, id="latin-1"),  # raises
 ]
 
 
@@ -231,24 +225,12 @@ CHECK_CSV = [
     pytest.param(_RECORDS.replace("\n", "\r\n"), {"expect": [{"enabled": "yes"}]}, id="crlf"),
     pytest.param("\ufeff" + _RECORDS, {"expect": [{"user": "ada"}]}, id="bom-header"),
     pytest.param('user,note\nada,"a\nb"\n', {"expect": [{"note": "a\nb"}]}, id="quoted-newline"),
-    pytest.param(
-        'user,note\r\nada,"a\r\nb"\r\n',
-        {"expect": [{"note": "a\nb"}]},
-        id="quoted-crlf",
-        marks=disagreement(
-            "a quoted field holding CRLF: OSWorld opens the CSV without newline='' so text mode "
-            "turns it into LF and the record matches 'a\\nb'; ours reads it as csv wants "
-            "(newline='') and keeps 'a\\r\\nb'"
-        ),
-    ),
+    # OSWorld opens the CSV without newline='': the quoted CRLF reads as LF
+    pytest.param('user,note\r\nada,"a\r\nb"\r\n', {"expect": [{"note": "a\nb"}]}, id="quoted-crlf"),
+    pytest.param('user,note\nada,"a\rb"\n', {"expect": [{"note": "a\nb"}]}, id="quoted-cr"),
     pytest.param("user,city\nzoë,Zürich\n", {"expect": [{"city": "Zürich"}]}, id="unicode"),
     pytest.param(None, {"expect": [{"user": "ada"}]}, id="none"),
-    pytest.param(
-        b"user\nada\n" + b"caf\xe9\n",
-        {"expect": [{"user": "ada"}]},
-        id="latin-1",
-        marks=_bad_bytes("raises"),
-    ),
+    pytest.param(b"user\nada\n" + b"caf\xe9\n", {"expect": [{"user": "ada"}]}, id="latin-1"),
 ]
 
 
@@ -293,14 +275,19 @@ CHECK_JSON = [
     pytest.param(_SETTINGS, {"unexpect": [_rule(["gone"], "eq", None)]}, False, id="unexpect-none"),
     pytest.param(
         _SETTINGS,
+        {"unexpect": [_rule(["gone"], "str_set_eq", ["a"])]},
+        False,
+        id="unexpect-str-set-on-missing",  # None has no strip(): 0
+    ),
+    pytest.param(
+        _SETTINGS, {"unexpect": [{"method": "eq", "ref": 1}]}, False, id="unexpect-without-key"
+    ),
+    pytest.param("null", {"expect": [_rule([], "eq", None)]}, False, id="json-null-empty-key"),
+    pytest.param(
+        _SETTINGS,
         {"unexpect": [_rule(["files", 9], "eq", "x")]},
         False,
-        id="unexpect-bad-index",
-        marks=disagreement(
-            "an unexpect key path with an index out of range: OSWorld's inner loop catches only "
-            "KeyError/TypeError, so the IndexError reaches its outer 'except Exception' and "
-            "scores 0; ours treats it as a missing key (value None) and goes on"
-        ),
+        id="unexpect-bad-index",  # an IndexError is no missing key there: 0
     ),
     pytest.param(_SETTINGS, {"expect": [_rule(["n"], "bogus", 1)]}, False, id="unknown-method"),
     pytest.param(_SETTINGS, {"expect": [_rule(["n"], "re", "5")]}, False, id="re-on-number"),
@@ -311,11 +298,7 @@ CHECK_JSON = [
         '{"v": 5}',
         {"expect": [_rule(["v"], "str_list_eq", ["5"])]},
         False,
-        id="str-list-on-number",
-        marks=disagreement(
-            "str_list_eq on a number: OSWorld calls value.strip() on the int, raises "
-            "AttributeError inside its try and scores 0; ours converts with str() first (1)"
-        ),
+        id="str-list-on-number",  # OSWorld strips the value: an int raises, 0
     ),
     pytest.param(_SETTINGS, {}, False, id="no-rules"),
     pytest.param("{not json", {"expect": [_rule(["n"], "eq", 5)]}, False, id="malformed"),
@@ -324,21 +307,13 @@ CHECK_JSON = [
         "null",
         {},
         False,
-        id="json-null",
-        marks=disagreement(
-            "a JSON file holding null: OSWorld returns 0 for None only on the YAML path; for "
-            "JSON, no rule fails, so it scores 1; ours scores an empty document 0 for both"
-        ),
+        id="json-null",  # OSWorld scores an empty document 0 on its YAML path only: 1
     ),
     pytest.param(
         "null",
         {"unexpect": [_rule(["n"], "eq", 5)]},
         False,
-        id="json-null-unexpect",
-        marks=disagreement(
-            "JSON null with only unexpect rules: OSWorld's lookup into None raises TypeError, "
-            "read as 'key missing', so nothing unexpected matches (1); ours scores None 0"
-        ),
+        id="json-null-unexpect",  # a lookup into None reads as a missing key: 1
     ),
     pytest.param("null", {"expect": [_rule(["n"], "eq", 5)]}, False, id="json-null-expect"),
     pytest.param("\ufeff" + _SETTINGS, {}, False, id="bom"),
@@ -351,8 +326,7 @@ CHECK_JSON = [
         b'{"n": 5, "note": "caf\xe9"}',
         {"expect": [_rule(["n"], "eq", 5)]},
         False,
-        id="latin-1",
-        marks=_bad_bytes("scores 0"),
+        id="latin-1",  # scores 0
     ),
     pytest.param("n: 5\nname: x\n", {"expect": [_rule(["n"], "eq", 5)]}, True, id="yaml"),
     pytest.param("n: [1, 2\n", {"expect": [_rule(["n"], "eq", 5)]}, True, id="yaml-malformed"),
@@ -385,21 +359,12 @@ LINE_NUMBER = [
     pytest.param("1:00:00\n", {"expected": 0}, id="one-digit-hour"),
     pytest.param("12:00:00 12:00:01\n", {"expected": 1}, id="two-on-a-line"),
     pytest.param(_SAR.replace("\n", "\r\n"), {"expected": 3}, id="crlf"),
-    pytest.param(
-        "12:00:00\u202812:00:01\n",
-        {"expected": 1},
-        id="unicode-line-separator",
-        marks=disagreement(
-            "OSWorld counts the lines of file iteration (split at \\n only); ours counts "
-            "str.splitlines(), which also splits at U+2028 and other Unicode line breaks"
-        ),
-    ),
+    # file iteration splits at \n only, not at U+2028 as str.splitlines() would
+    pytest.param("12:00:00\u202812:00:01\n", {"expected": 1}, id="unicode-line-separator"),
     pytest.param(_SAR, {"expected": "three"}, id="expected-not-a-number"),
     pytest.param(None, {"expected": 0}, id="none"),
     pytest.param(ABSENT, {"expected": 0}, id="absent"),
-    pytest.param(
-        b"12:00:00 caf\xe9\n", {"expected": 1}, id="latin-1", marks=_bad_bytes("scores 0")
-    ),
+    pytest.param(b"12:00:00 caf\xe9\n", {"expected": 1}, id="latin-1"),  # scores 0
 ]
 
 
@@ -428,7 +393,7 @@ RESULT_FILES = [
     pytest.param("1,000", "1000", id="thousands-separator"),
     pytest.param(None, "42", id="none"),
     pytest.param("42", None, id="expected-none"),
-    pytest.param(b"caf\xe9 42", "42", id="latin-1", marks=_bad_bytes("raises")),
+    pytest.param(b"caf\xe9 42", "42", id="latin-1"),  # raises
 ]
 
 
@@ -466,8 +431,7 @@ PYTHON_TEXT = [
     pytest.param(
         b"x = 'caf\xe9'\n",
         b"x = 'caf\xe9'\n",
-        id="latin-1-both",
-        marks=_bad_bytes("catches the UnicodeDecodeError (0)"),
+        id="latin-1-both",  # OSWorld catches the UnicodeDecodeError: 0
     ),
 ]
 

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 import pytest
-from parity_harness import OSWorld, assert_same_score, disagreement, real_checks, real_rules
+from parity_harness import OSWorld, assert_same_score, real_checks, real_rules
 
 pytestmark = pytest.mark.parity
 
@@ -262,11 +262,7 @@ DIRECT_JSON = [
     pytest.param(
         {"a": 1},
         {},
-        id="rules-without-expected",
-        marks=disagreement(
-            "OSWorld reads rules['expected'] inside its try block: the KeyError is caught and "
-            "scores 0; ours takes rules.get('expected', {}), so no expected keys pass (1)"
-        ),
+        id="rules-without-expected",  # OSWorld's KeyError is caught inside its try: 0
     ),
     pytest.param({"a": 1}, {"expected": {"a": "__EVALUATION_FAILED__"}}, id="evaluation-failed"),
     pytest.param({"a": 1}, {"expected": ["a"]}, id="expected-is-a-list"),
@@ -294,11 +290,7 @@ DIRECT_JSON = [
     pytest.param(
         {"a": 1},
         _IN,
-        id="in-without-expected",
-        marks=disagreement(
-            "expect_in_result without 'expected': OSWorld's rules['expected'] raises KeyError "
-            "inside its try block (scores 0); ours treats the missing dict as empty (1)"
-        ),
+        id="in-without-expected",  # the same KeyError with expect_in_result: 0
     ),
 ]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from parity_harness import OSWorld, assert_same_score, disagreement, real_rules
+from parity_harness import OSWorld, assert_same_score, real_rules
 
 pytestmark = pytest.mark.parity
 
@@ -44,12 +44,12 @@ FAVOURITES = [
     pytest.param(
         "'a'",
         {"expected": ["a"]},
-        id="a-string",
-        marks=disagreement(
-            "output that evaluates to a string: OSWorld's eval() gives 'a', whose length and "
-            "set of characters equal those of ['a'] (1); ours accepts only a list or tuple (0)"
-        ),
+        id="a-string",  # 'a' has the length and set of items of ['a']: 1
     ),
+    pytest.param("{'a': 1}", {"expected": ["a"]}, id="a-dict"),
+    pytest.param("{'a'}", {"expected": ["a"]}, id="a-set"),
+    pytest.param("5", {"expected": ["a"]}, id="a-number"),
+    pytest.param("None", {"expected": []}, id="none-literal"),
     pytest.param("['a']", {}, id="rules-without-expected"),
 ]
 
@@ -127,11 +127,7 @@ MOVED = [
     pytest.param(
         {"name": "cpjpg", "type": "directory"},
         {"expected": []},
-        id="no-children-key",
-        marks=disagreement(
-            "a tree without 'children': OSWorld indexes directory_list['children'] and raises "
-            "KeyError; ours reads it as an empty folder, which equals an empty expected list (1)"
-        ),
+        id="no-children-key",  # OSWorld indexes ['children'] and raises
     ),
     pytest.param(listing("a.jpg"), {}, id="rules-without-expected"),
 ]

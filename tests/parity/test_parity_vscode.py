@@ -24,12 +24,6 @@ from parity_harness import (
 
 pytestmark = pytest.mark.parity
 
-_BAD_BYTES = disagreement(
-    "a file that is not UTF-8: OSWorld's open() decodes strictly (its JSON loaders catch the "
-    "error and score 0, compare_text_file raises); ours reads with errors='replace', so the "
-    "same bytes on both sides, or a bad byte outside the compared keys, still score 1"
-)
-
 # --- compare_text_file --------------------------------------------------------------------
 
 _TEXT = "def f(x):\n\treturn x + 1\n"
@@ -63,7 +57,8 @@ COMPARE_TEXT = [
     pytest.param(None, _TEXT, {}, id="none"),
     pytest.param(_TEXT, None, {}, id="expected-none"),
     pytest.param(_TEXT, ABSENT, {}, id="expected-absent"),
-    pytest.param(b"caf\xe9\n", b"caf\xe9\n", {}, id="latin-1-both", marks=_BAD_BYTES),
+    # not UTF-8: OSWorld's strict read raises, even with the same bytes on both sides
+    pytest.param(b"caf\xe9\n", b"caf\xe9\n", {}, id="latin-1-both"),
 ]
 
 
@@ -120,12 +115,14 @@ JSON_SETTINGS = [
     pytest.param('["editor.fontSize"]', _FONT, id="json-list"),
     pytest.param('"editor.fontSize"', _FONT, id="json-string"),
     pytest.param("null", _FONT, id="json-null"),
+    pytest.param("null", {"expected": {}}, id="json-null-nothing-expected"),
+    pytest.param('["a", "b"]', {"expected": {"a": 1}}, id="json-list-holding-key"),
+    pytest.param('"abc"', {"expected": {"a": 1}}, id="json-string-holding-key"),
     pytest.param(json.dumps(_SETTINGS), {}, id="rules-without-expected"),
     pytest.param(None, _FONT, id="none"),
     pytest.param(ABSENT, _FONT, id="absent"),
-    pytest.param(
-        b'{"editor.fontSize": 14, "note": "caf\xe9"}', _FONT, id="latin-1", marks=_BAD_BYTES
-    ),
+    # not UTF-8, the bad byte outside the compared keys: the load fails, 0
+    pytest.param(b'{"editor.fontSize": 14, "note": "caf\xe9"}', _FONT, id="latin-1"),
 ]
 
 
@@ -179,8 +176,7 @@ KEYBINDINGS = [
         _HEADER.encode() + b'[{"key": "ctrl+j", "command": "-workbench.action.togglePanel"},'
         b' {"key": "caf\xe9", "command": "x"}]',
         _BINDING,
-        id="latin-1",
-        marks=_BAD_BYTES,
+        id="latin-1",  # not UTF-8: both loads fail, 0
     ),
 ]
 

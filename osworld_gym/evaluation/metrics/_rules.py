@@ -8,7 +8,7 @@ A rule compares one value read from a file with a reference. The methods are OSW
 * ``range.XY`` with ``X, Y`` in ``{t, e}`` — ``ref[0] <X value <Y ref[1]`` (``t``: strict,
   ``e``: or equal), e.g. ``range.te`` is ``ref[0] < value <= ref[1]``;
 * ``str_list_eq`` / ``str_set_eq`` — the value is a comma-separated string (quotes stripped),
-  compared as a list / set with ``ref``;
+  compared as a list / set with ``ref``; a value that is not a string is a ``TypeError``;
 * ``spreadsheet_range`` — the value is an openpyxl ``MultiCellRange`` lying between
   ``ref[0]`` (must be covered) and ``ref[1]`` (must cover it).
 """
@@ -58,8 +58,12 @@ def _range(value: Any, method: str, ref: Any) -> bool:
 
 
 def _str_container_eq(value: Any, method: str, ref: Any) -> bool:
+    # OSWorld strips and splits the value itself, so a number or None raises there (the
+    # callers score that 0) rather than being read as its text.
+    if not isinstance(value, str):
+        raise TypeError(f"{method} needs a string value, got {type(value).__name__}")
     container: type = list if method == "str_list_eq" else set
-    return container(str(value).strip("\"'").split(",")) == container(ref)
+    return container(value.strip("\"'").split(",")) == container(ref)
 
 
 def _spreadsheet_range(value: Any, ref: Any) -> bool:

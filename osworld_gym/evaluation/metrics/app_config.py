@@ -15,7 +15,7 @@ from typing import Any
 from xml.etree import ElementTree
 
 from osworld_gym.evaluation.metrics._rules import match_record, match_value_to_rule
-from osworld_gym.evaluation.metrics.files import read_text
+from osworld_gym.evaluation.metrics.files import file_lines, read_utf8
 
 logger = logging.getLogger(__name__)
 
@@ -42,10 +42,24 @@ def vlcrc_setting(text: str, marker: str, default: str) -> str:
     return value
 
 
+def _read_vlcrc(path: str) -> str:
+    """A ``vlcrc``'s text as OSWorld reads it: its bytes decoded as UTF-8, line ends untouched.
+
+    Raises:
+        UnicodeDecodeError: The file is not UTF-8; OSWorld decodes before its ``try`` block,
+            so its metric raises too.
+    """
+    with open(path, "rb") as f:
+        return f.read().decode("utf-8")
+
+
 def _vlc_setting_is(path: str | None, marker: str, default: str, want: Any) -> float:
     if path is None:
         return 0.0
-    return float(vlcrc_setting(read_text(path), marker, default) == str(want))
+    # OSWorld turns an int expectation into its text and compares anything else as it is.
+    if isinstance(want, int):
+        want = str(want)
+    return float(vlcrc_setting(_read_vlcrc(path), marker, default) == want)
 
 
 def check_qt_bgcone(result: str | None, rule: Mapping[str, Any]) -> float:
@@ -78,7 +92,7 @@ def check_global_key_play_pause(result: str | None, rule: Mapping[str, Any]) -> 
     """1 when a global play/pause hotkey is set (``"1"``) or not (``"0"``) as expected."""
     if result is None:
         return 0.0
-    value = vlcrc_setting(read_text(result), "global-key-play-pause=", "")
+    value = vlcrc_setting(_read_vlcrc(result), "global-key-play-pause=", "")
     return float(("0" if value == "" else "1") == str(rule["expected_global_key_play_pause"]))
 
 
@@ -86,7 +100,7 @@ def is_vlc_recordings_folder(result: str | None, rule: Mapping[str, Any]) -> flo
     """1 when the first uncommented ``input-record-path`` is the expected folder."""
     if result is None:
         return 0.0
-    for line in read_text(result).split("\n"):
+    for line in _read_vlcrc(result).split("\n"):
         if line.startswith("#") or not line.strip():
             continue
         if "input-record-path" in line:
@@ -98,11 +112,12 @@ def check_qt_slider_colours(result: str | None, rule: Mapping[str, Any]) -> floa
     """1 when VLC's volume-slider colours are as the rule wants.
 
     ``type: match`` compares with ``expected_qt_slider_colours``; ``type: blackish`` wants
-    every RGB component below 100.
+    every component of every complete RGB triple below 100 (OSWorld groups the values in
+    threes and drops an incomplete last group unchecked).
     """
     if result is None:
         return 0.0
-    colours = vlcrc_setting(read_text(result), "qt-slider-colours", _DEFAULT_SLIDER_COLOURS)
+    colours = vlcrc_setting(_read_vlcrc(result), "qt-slider-colours", _DEFAULT_SLIDER_COLOURS)
     if rule["type"] == "match":
         return float(colours == rule["expected_qt_slider_colours"])
     if rule["type"] == "blackish":
@@ -110,8 +125,18 @@ def check_qt_slider_colours(result: str | None, rule: Mapping[str, Any]) -> floa
             values = [int(v) for v in colours.split(";")]
         except ValueError:
             return 0.0
-        return float(all(v < _BLACKISH_BELOW for v in values))
+        return float(all(v < _BLACKISH_BELOW for v in _complete_triples(values)))
     raise ValueError(f"check_qt_slider_colours: unknown rule type {rule['type']!r}")
+
+
+def _complete_triples(values: list[int]) -> list[int]:
+    """The values of the complete RGB triples: a count not a multiple of 3 loses its tail.
+
+    Example:
+        >>> _complete_triples([1, 2, 3, 4])
+        [1, 2, 3]
+    """
+    return values[: len(values) - len(values) % 3]
 
 
 # --- GIMP ------------------------------------------------------------------------------------
@@ -121,22 +146,38 @@ def check_config_status(result: str | None, rule: Mapping[str, Any]) -> float:
     """1 when a GIMP config line ``(key [subkey] ... value)`` has the expected value.
 
     ``rule["key"]`` is a name or a two-item list (name and sub-name); ``rule["value"]`` is
-    compared with the line's last token.
+    compared with the line's last token. Lines starting with ``#`` and empty lines are
+    skipped, as OSWorld skips them.
+
+    Raises:
+        IndexError: A line with too few items to compare, such as a line of spaces or ``()``
+            before the match (OSWorld indexes the items unguarded and raises there too).
+        UnicodeDecodeError: The file is not UTF-8.
     """
     if result is None:
         return 0.0
-    key = rule["key"]
-    for line in read_text(result).splitlines(keepends=True):
+    key, value = rule["key"], rule["value"]
+    for line in file_lines(read_utf8(result)):
         if line.startswith("#") or line == "\n":
             continue
         items = line.strip().lstrip("(").rstrip(")\n").split()
-        if not items or items[-1] != rule["value"]:
-            continue
-        if isinstance(key, str) and items[0] == key:
-            return 1.0
-        if isinstance(key, list) and len(key) == 2 and items[:2] == key:
+        if _config_items_match(items, key, value):
             return 1.0
     return 0.0
+
+
+def _config_items_match(items: list[str], key: Any, value: Any) -> bool:
+    """Whether one config line's items are ``key ... value``; indexes as OSWorld does.
+
+    The items are compared in OSWorld's order, so a short line raises ``IndexError`` where
+    OSWorld's comparison reaches a missing item: a line without items for either kind of
+    key, a one-item line with the right name for a two-item key.
+    """
+    if isinstance(key, str):
+        return items[0] == key and items[-1] == value
+    if isinstance(key, list) and len(key) == 2:
+        return items[0] == key[0] and items[1] == key[1] and items[-1] == value
+    return False
 
 
 # --- Thunderbird -------------------------------------------------------------------------------
@@ -145,28 +186,31 @@ _PREF = re.compile(r'^user_pref\("(?P<key>(?:[^"]|\\")+)", (?P<val>.+)\);$')
 _FILTER_CONDITION = re.compile(
     r"\b(?:AND|OR) \((?:[\w ]+),(?:[\w ']+),(?:\"(?:(?:[^\"]|\")+)\"|(?:[^)]+))\)|\bALL\b"
 )
-_FILTER_KEYS = ("name", "enabled", "type", "action", "actionValue")
+_FILTER_FIELDS = ("enabled", "type", "action", "actionValue", "condition")
 
 
 def check_thunderbird_prefs(result: str | None, rule: Mapping[str, Any]) -> float:
     """Thunderbird ``prefs.js`` values against ``{"method", "ref"}`` rules.
 
-    Every ``expect`` pref must be present and match its rule; no ``unexpect`` pref may match.
+    Every ``expect`` pref must be present and match its rule (the last line setting it
+    counts); no ``unexpect`` pref may match.
+
+    Raises:
+        json.JSONDecodeError: A ``user_pref`` line whose value is not JSON, anywhere in the
+            file (OSWorld parses every pref line unguarded, so its metric raises too).
+        UnicodeDecodeError: The file is not UTF-8.
     """
     if result is None:
         return 0.0
     expect: Mapping[str, Any] = rule.get("expect", {})
     unexpect: Mapping[str, Any] = rule.get("unexpect", {})
     found = dict.fromkeys(expect, False)
-    for line in read_text(result).splitlines():
+    for line in file_lines(read_utf8(result)):
         match = _PREF.match(line.strip())
         if match is None:
             continue
         key = match.group("key")
-        try:
-            value = json.loads(match.group("val"))
-        except json.JSONDecodeError:
-            continue
+        value = json.loads(match.group("val"))
         if key in expect:
             found[key] = match_value_to_rule(value, expect[key])
         elif key in unexpect and match_value_to_rule(value, unexpect[key]):
@@ -178,8 +222,28 @@ def _unescape(value: str) -> str:
     return value.replace('\\"', '"').replace("\\\\", "\\")
 
 
+def _filter_value(line: str, key: str) -> str:
+    r"""The value of a ``key="value"`` line of ``msgFilterRules.dat``, unescaped.
+
+    OSWorld cuts ``key="`` off the front and two characters off the end, taking them for
+    the closing quote and the newline, so on a last line without a newline the value loses
+    its last character as well (a condition its closing ``)``); so does this.
+
+    Example:
+        >>> _filter_value('name="A"\n', "name"), _filter_value('name="AB"', "name")
+        ('A', 'A')
+    """
+    return _unescape(line[len(key) + 2 : -2])
+
+
 def read_thunderbird_filters(text: str) -> list[dict[str, Any]]:
     r"""Filters of a ``msgFilterRules.dat``; each is complete at its ``condition=`` line.
+
+    Lines are those of file iteration (:func:`~osworld_gym.evaluation.metrics.files.file_lines`).
+
+    Raises:
+        ValueError: A filter field before the first ``name=`` line (OSWorld has no filter
+            to put it in there and raises).
 
     Example:
         >>> text = 'name="A"\nenabled="yes"\ncondition="AND (subject,contains,x)"\n'
@@ -187,25 +251,34 @@ def read_thunderbird_filters(text: str) -> list[dict[str, Any]]:
         [{'name': 'A', 'enabled': 'yes', 'condition': ['AND (subject,contains,x)']}]
     """
     filters: list[dict[str, Any]] = []
-    current: dict[str, Any] = {}
-    for line in text.splitlines():
-        key, _, raw = line.partition("=")
-        value = _unescape(raw[1:-1])  # drop the surrounding quotes
+    current: dict[str, Any] | None = None
+    for line in file_lines(text):
+        key = line.partition("=")[0]
         if key == "name":
-            current = {"name": value}
-        elif key in _FILTER_KEYS:
-            current[key] = value
-        elif key == "condition":
+            current = {"name": _filter_value(line, key)}
+            continue
+        if key not in _FILTER_FIELDS:
+            continue
+        if current is None:
+            raise ValueError(f"msgFilterRules.dat: {key}= before the first name=")
+        value = _filter_value(line, key)
+        if key == "condition":
             current["condition"] = _FILTER_CONDITION.findall(value)
             filters.append(current)
+        else:
+            current[key] = value
     return filters
 
 
 def check_thunderbird_filter(result: str | None, rules: Mapping[str, Any]) -> float:
-    """Filter records: each ``expect`` dict matches some filter, none matches ``unexpect``."""
+    """Filter records: each ``expect`` dict matches some filter, none matches ``unexpect``.
+
+    Raises:
+        UnicodeDecodeError: The file is not UTF-8.
+    """
     if result is None:
         return 0.0
-    filters = read_thunderbird_filters(read_text(result))
+    filters = read_thunderbird_filters(read_utf8(result))
     expect = rules.get("expect", [])
     unexpect = rules.get("unexpect", [])
     if any(match_record(pattern, f) for f in filters for pattern in unexpect):

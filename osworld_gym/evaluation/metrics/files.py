@@ -27,8 +27,37 @@ _CLOCK_TIME = re.compile(r"([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)")
 
 
 def read_text(path: str | Path) -> str:
-    """A file's text as UTF-8; undecodable bytes become U+FFFD instead of failing."""
+    """A file's text as UTF-8; undecodable bytes become U+FFFD instead of failing.
+
+    Lenient: the metrics that score as OSWorld does read with :func:`read_utf8` instead.
+    """
     return Path(path).read_text(encoding="utf-8", errors="replace")
+
+
+def read_utf8(path: str | Path) -> str:
+    r"""A file's text as OSWorld's ``open(path).read()`` gets it.
+
+    OSWorld opens text files with the locale's encoding (UTF-8 on its hosts) and Python's
+    strict error handling, in universal-newline mode (``\r\n`` and ``\r`` read as ``\n``).
+
+    Raises:
+        UnicodeDecodeError: The file is not UTF-8 (a ``ValueError``), as OSWorld's read does.
+    """
+    return Path(path).read_text(encoding="utf-8")
+
+
+def file_lines(text: str) -> list[str]:
+    r"""The lines that iterating an open text file yields, newlines kept.
+
+    Only ``\n`` ends a line (text from :func:`read_utf8` has no other line ends left),
+    unlike :meth:`str.splitlines`, which also splits at ``\v``, ``\f``, U+2028 and others.
+
+    Example:
+        >>> file_lines("a\u2028b\nc")
+        ['a\u2028b\n', 'c']
+    """
+    lines = text.split("\n")
+    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
 
 
 def read_lines_any_encoding(path: str | Path) -> list[str]:
@@ -49,21 +78,27 @@ def diff_text_file(result: str | None, expected: str) -> float:
 
     Returns:
         ``SequenceMatcher(a=result_lines, b=expected_lines).ratio()`` in [0, 1]; 0.0 for None.
+
+    Raises:
+        UnicodeDecodeError: A file is not UTF-8 (OSWorld's read raises too).
     """
     if result is None:
         return 0.0
-    result_lines = read_text(result).splitlines()
-    expected_lines = read_text(expected).splitlines()
+    result_lines = read_utf8(result).splitlines()
+    expected_lines = read_utf8(expected).splitlines()
     return difflib.SequenceMatcher(a=result_lines, b=expected_lines).ratio()
 
 
 def file_contains(path: str | None, config: Mapping[str, Any]) -> float:
-    """1 when the file's text contains every string of ``config["expected"]``."""
+    """1 when the file's text contains every string of ``config["expected"]``.
+
+    A file that cannot be read, or is not UTF-8, scores 0 (OSWorld catches every error).
+    """
     if not path:
         return 0.0
     try:
-        text = read_text(path)
-    except OSError as e:
+        text = read_utf8(path)
+    except (OSError, UnicodeDecodeError) as e:
         logger.info("file_contains: cannot read %s: %s", path, e)
         return 0.0
     return float(all(s in text for s in config["expected"]))
@@ -73,43 +108,51 @@ def check_list(result: str | None, rules: Mapping[str, Any]) -> float:
     """Regexes over a file's lines.
 
     Passes when each ``expect`` pattern matches some line and no line matches an ``unexpect``
-    pattern (:func:`re.search` semantics).
+    pattern (:func:`re.search` semantics). Lines are those of file iteration, newlines kept.
+
+    Raises:
+        UnicodeDecodeError: The file is not UTF-8 (OSWorld's read raises too).
     """
     if result is None:
         return 0.0
     expect = [re.compile(p) for p in rules.get("expect", [])]
     unexpect = [re.compile(p) for p in rules.get("unexpect", [])]
     found = [False] * len(expect)
-    with open(result, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            found = [hit or bool(p.search(line)) for hit, p in zip(found, expect, strict=True)]
-            if any(p.search(line) for p in unexpect):
-                return 0.0
+    for line in file_lines(read_utf8(result)):
+        found = [hit or bool(p.search(line)) for hit, p in zip(found, expect, strict=True)]
+        if any(p.search(line) for p in unexpect):
+            return 0.0
     return float(all(found))
 
 
 def check_csv(result: str | None, rules: Mapping[str, Any]) -> float:
-    """Record patterns over a CSV file (header row as keys).
+    r"""Record patterns over a CSV file (header row as keys).
 
     Passes when each ``expect`` dict matches some record and no record matches an
     ``unexpect`` dict (see :func:`match_record`).
+
+    The file is read as OSWorld reads it: strict UTF-8 and universal newlines, not the
+    ``newline=""`` the csv module asks for, so a line break inside a quoted field reads as
+    ``\n`` whether the file has ``\r\n`` or ``\n`` there.
+
+    Raises:
+        UnicodeDecodeError: The file is not UTF-8 (OSWorld's read raises too).
     """
     if result is None:
         return 0.0
     expect = rules.get("expect", [])
     unexpect = rules.get("unexpect", [])
     found = [False] * len(expect)
-    with open(result, encoding="utf-8", errors="replace", newline="") as f:
-        for record in csv.DictReader(f):
-            found = [hit or match_record(p, record) for hit, p in zip(found, expect, strict=True)]
-            if any(match_record(p, record) for p in unexpect):
-                return 0.0
+    for record in csv.DictReader(file_lines(read_utf8(result))):
+        found = [hit or match_record(p, record) for hit, p in zip(found, expect, strict=True)]
+        if any(match_record(p, record) for p in unexpect):
+            return 0.0
     return float(all(found))
 
 
 def _load_json_or_yaml(path: str, is_yaml: bool) -> Any:
-    """Parse a JSON or YAML file; a syntax error of either kind is a :class:`ValueError`."""
-    text = read_text(path)
+    """Parse a JSON or YAML file; a syntax or decoding error of either kind is a ValueError."""
+    text = read_utf8(path)
     if not is_yaml:
         return json.loads(text)
     yaml = require("yaml")
@@ -125,6 +168,29 @@ def _lookup(data: Any, keys: list[Any]) -> Any:
     return data
 
 
+def _expect_holds(data: Any, rule: Mapping[str, Any]) -> bool:
+    # OSWorld scores 0 on any error of an expect rule: a missing key, an index out of range,
+    # a lookup into a non-container, a value the method cannot compare.
+    try:
+        return match_value_to_rule(_lookup(data, rule["key"]), rule)
+    except (LookupError, TypeError, ValueError, AttributeError):
+        return False
+
+
+def _unexpect_holds(data: Any, rule: Mapping[str, Any]) -> bool:
+    """Whether an ``unexpect`` rule matches; raises ``IndexError`` for an index out of range.
+
+    OSWorld reads a missing key, or a lookup into a non-container, as the value ``None``,
+    but only those: an index past the end of a list is an error, which scores the file 0.
+    """
+    keys = rule["key"]  # a rule without "key" is an error (score 0), not a missing value
+    try:
+        value = _lookup(data, keys)
+    except (KeyError, TypeError):
+        value = None
+    return match_value_to_rule(value, rule)
+
+
 def check_json(result: str | None, rules: Mapping[str, Any], is_yaml: bool = False) -> float:
     """Rules over fields of a JSON (or YAML) file.
 
@@ -137,7 +203,10 @@ def check_json(result: str | None, rules: Mapping[str, Any], is_yaml: bool = Fal
 
     Returns:
         1.0 when every ``expect`` rule holds and no ``unexpect`` rule does; 0.0 for a missing,
-        empty or unparsable file.
+        unparsable or non-UTF-8 file, an empty YAML file, or a rule that cannot be applied
+        (an ``unexpect`` index out of range, a method that does not fit the value). A JSON
+        file holding ``null`` is scored like any other document, as OSWorld does: no key
+        can be found in it, so only rules without ``expect`` keys pass.
     """
     if result is None or not Path(result).exists():
         return 0.0
@@ -146,34 +215,31 @@ def check_json(result: str | None, rules: Mapping[str, Any], is_yaml: bool = Fal
     except ValueError as e:
         logger.info("check_json: %s does not parse: %s", result, e)
         return 0.0
-    if data is None:
+    if data is None and is_yaml:
+        return 0.0  # OSWorld's check for an empty document is on its YAML path only
+    if not all(_expect_holds(data, rule) for rule in rules.get("expect", [])):
         return 0.0
     try:
-        for rule in rules.get("expect", []):
-            try:
-                value = _lookup(data, rule["key"])
-            except (KeyError, IndexError, TypeError):
-                return 0.0
-            if not match_value_to_rule(value, rule):
-                return 0.0
-        for rule in rules.get("unexpect", []):
-            try:
-                value = _lookup(data, rule["key"])
-            except (KeyError, IndexError, TypeError):
-                value = None
-            if match_value_to_rule(value, rule):
-                return 0.0
-    except (TypeError, ValueError) as e:
-        logger.info("check_json: rule cannot be applied: %s", e)
+        return float(not any(_unexpect_holds(data, rule) for rule in rules.get("unexpect", [])))
+    except (LookupError, TypeError, ValueError, AttributeError) as e:
+        logger.info("check_json: unexpect rule cannot be applied: %s", e)
         return 0.0
-    return 1.0
 
 
 def check_line_number(path: str | None, line_number: Mapping[str, Any]) -> float:
-    """1 when the number of lines holding a clock time (``HH:MM:SS``) equals ``expected``."""
+    """1 when the number of lines holding a clock time (``HH:MM:SS``) equals ``expected``.
+
+    Lines are those of file iteration (split at newlines only); a file that is not UTF-8
+    scores 0, as OSWorld catches the read error.
+    """
     if path is None or not Path(path).is_file():
         return 0.0
-    count = sum(1 for line in read_text(path).splitlines() if _CLOCK_TIME.search(line))
+    try:
+        lines = file_lines(read_utf8(path))
+    except (OSError, UnicodeDecodeError) as e:
+        logger.info("check_line_number: cannot read %s: %s", path, e)
+        return 0.0
+    count = sum(1 for line in lines if _CLOCK_TIME.search(line))
     return float(count == int(line_number["expected"]))
 
 
@@ -182,11 +248,14 @@ def compare_result_files(result: str | None, expected: str | None) -> float:
 
     A number passes within 1e-4, or when its text appears in the result (an answer with
     words around it); other answers must be equal once stripped.
+
+    Raises:
+        UnicodeDecodeError: A file is not UTF-8 (OSWorld's read raises too).
     """
     if not result or not expected:
         return 0.0
-    got = read_text(result).strip()
-    want = read_text(expected).strip()
+    got = read_utf8(result).strip()
+    want = read_utf8(expected).strip()
     try:
         want_number = float(want)
         if want in got:
@@ -212,15 +281,16 @@ def compare_python_pure_text(result: str | None, expected: str | None) -> float:
     """1 when two Python files are equal up to layout.
 
     Blank lines, trailing spaces and a leading shebang/coding line are dropped; tabs count as
-    four spaces.
+    four spaces. A file that cannot be read, or is not UTF-8, scores 0 (OSWorld catches it).
     """
     if not result or not expected:
         return 0.0
     try:
-        return float(_normalise_python(read_text(result)) == _normalise_python(read_text(expected)))
-    except OSError as e:
+        got, want = read_utf8(result), read_utf8(expected)
+    except (OSError, UnicodeDecodeError) as e:
         logger.info("compare_python_pure_text: %s", e)
         return 0.0
+    return float(_normalise_python(got) == _normalise_python(want))
 
 
 def run_sqlite3(result: str | None, rules: Mapping[str, Any]) -> float:

@@ -163,8 +163,8 @@ def check_direct_json_object(result: Any, rules: Mapping[str, Any]) -> float:
 
     Returns:
         1.0 on a match; 0.0 otherwise, including for ``None``, text that is not a JSON object
-        (OSWorld raises there; a malformed agent output scores 0 here) and an expected value
-        marked ``"__EVALUATION_FAILED__"``.
+        (OSWorld raises there; a malformed agent output scores 0 here), rules without
+        ``expected`` and an expected value marked ``"__EVALUATION_FAILED__"``.
 
     Example:
         >>> check_direct_json_object("{'city': 'Zurich'}", {"expected": {"city": "Zurich"}})
@@ -180,7 +180,9 @@ def check_direct_json_object(result: Any, rules: Mapping[str, Any]) -> float:
         return 0.0
     if parsed is None:
         return 0.0
-    expected = rules.get("expected", {})
+    if "expected" not in rules:
+        return 0.0  # OSWorld looks rules["expected"] up inside its try: the KeyError scores 0
+    expected = rules["expected"]
     if any(value == _EVALUATION_FAILED for value in expected.values()):
         logger.warning("check_direct_json_object: the expected value could not be computed")
         return 0.0

@@ -17,7 +17,10 @@ def check_gnome_favorite_apps(result: str | None, rules: Mapping[str, Any]) -> f
     """1 when GNOME's favourite apps are exactly the expected ones, in any order.
 
     The output is a Python-style list literal; it is read with :func:`ast.literal_eval`, never
-    ``eval`` (OSWorld's way), so a crafted output cannot run code.
+    ``eval`` (OSWorld's way), so a crafted output cannot run code. Whatever literal it holds
+    is compared as OSWorld compares it, by length and set of items: the string ``'a'``
+    equals ``["a"]``, and a literal without a length (a number, ``None``) raises
+    ``TypeError``, as in OSWorld.
 
     Example:
         >>> check_gnome_favorite_apps("['b.desktop', 'a.desktop']",
@@ -30,8 +33,6 @@ def check_gnome_favorite_apps(result: str | None, rules: Mapping[str, Any]) -> f
         apps = ast.literal_eval(result.strip())
     except (ValueError, SyntaxError) as e:
         logger.info("check_gnome_favorite_apps: not a list literal (%s): %.200r", e, result)
-        return 0.0
-    if not isinstance(apps, list | tuple):
         return 0.0
     want = rules["expected"]
     return float(len(apps) == len(want) and set(apps) == set(want))
@@ -54,10 +55,13 @@ def check_moved_jpgs(result: Mapping[str, Any] | None, rules: Mapping[str, Any])
     """1 when a directory listing holds exactly the expected file names, in any order.
 
     The listing is the ``list_directory`` getter's ``{"children": [{"name": ...}, ...]}``.
+
+    Raises:
+        KeyError: A listing without ``children`` (OSWorld indexes it and raises too).
     """
     if not result:
         return 0.0
-    names = [node["name"] for node in result.get("children", [])]
+    names = [node["name"] for node in result["children"]]
     want = rules["expected"]
     return float(len(names) == len(want) and set(names) == set(want))
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from osworld_gym.evaluation.metrics.files import read_text
+from osworld_gym.evaluation.metrics.files import read_utf8
 
 logger = logging.getLogger(__name__)
 
@@ -35,10 +35,13 @@ def compare_text_file(result: str | None, expected: str | None, **options: Any) 
         expected: Path of the reference file.
         **options: ``ignore_blanks`` (False): collapse all whitespace runs to one space and
             strip the ends; ``ignore_case`` (False).
+
+    Raises:
+        UnicodeDecodeError: A file is not UTF-8 (OSWorld's read raises too).
     """
     if not result or not expected:
         return 0.0
-    got, want = read_text(result), read_text(expected)
+    got, want = read_utf8(result), read_utf8(expected)
     if options.get("ignore_blanks", False):
         got, want = _squash_blanks(got), _squash_blanks(want)
     if options.get("ignore_case", False):
@@ -47,7 +50,8 @@ def compare_text_file(result: str | None, expected: str | None, **options: Any) 
 
 
 def _load_json_file(path: str, *, skip_first_line: bool = False) -> Any:
-    text = read_text(path)
+    """Parse a JSON file; a file that is not UTF-8 is a ``ValueError`` too, as for OSWorld."""
+    text = read_utf8(path)
     if skip_first_line:
         text = text.split("\n", 1)[1] if "\n" in text else ""
     return json.loads(text)
@@ -56,16 +60,17 @@ def _load_json_file(path: str, *, skip_first_line: bool = False) -> Any:
 def check_json_settings(result: str | None, expected: Mapping[str, Any], **options: Any) -> float:
     """1 when the JSON file has every key of ``expected["expected"]`` with an equal value.
 
-    A settings file with comments (JSONC) does not parse and scores 0, as in OSWorld.
+    A settings file with comments (JSONC), or one that is not UTF-8, does not parse and scores
+    0, as in OSWorld. A document that is not an object is looked into as OSWorld does: ``in``
+    then indexing, so an empty ``expected`` passes and a list or string holding the key
+    raises ``TypeError``.
     """
     if not result:
         return 0.0
     try:
         data = _load_json_file(result)
-    except ValueError as e:
+    except (OSError, ValueError) as e:
         logger.info("check_json_settings: %s does not parse: %s", result, e)
-        return 0.0
-    if not isinstance(data, dict):
         return 0.0
     want: Mapping[str, Any] = expected["expected"]
     return float(all(key in data and data[key] == value for key, value in want.items()))
@@ -84,7 +89,7 @@ def check_json_keybindings(
     for skip in (False, True):
         try:
             data = _load_json_file(result, skip_first_line=skip)
-        except ValueError:
+        except (OSError, ValueError):
             continue
         if isinstance(data, list):
             return float(expected["expected"] in data)
