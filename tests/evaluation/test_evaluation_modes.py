@@ -52,6 +52,9 @@ def test_fixed_mode_replaces_exactly_the_fixed_metrics() -> None:
             "check_triangle_position",
             "check_green_background",
             "compare_pptx_files",
+            "compare_table",
+            "check_page_number_colors",
+            "compare_htmls",
         }
     )
     for name, function in FIXED_METRICS.items():

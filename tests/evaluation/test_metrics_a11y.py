@@ -70,8 +70,8 @@ PILL = (
             1.0,
         ),
         ([{"selectors": ["page-tab[st|selected=true]"]}], 1.0),
-        ([{"xpath": "//entry", "text": "anonym-x2024@outlook.com"}], 1.0),
-        ([{"xpath": "//entry", "text": "someone-else@outlook.com"}], 0.0),
+        ([{"xpath": "//entry", "text": "anonym-x2024@outlook.com", "exact": True}], 1.0),
+        ([{"xpath": "//entry", "text": "someone-else@outlook.com", "exact": True}], 0.0),
     ],
 )
 def test_check_accessibility_tree(rules: list[dict[str, Any]], score: float) -> None:
@@ -88,10 +88,29 @@ def test_check_accessibility_tree_fuzzy_text_and_bad_inputs() -> None:
         metric(THUNDERBIRD, [{"text": "x"}])
 
 
-def test_check_accessibility_tree_accepts_legacy_namespaces() -> None:
+def test_check_accessibility_tree_legacy_namespaces_match_nothing_as_in_osworld() -> None:
     legacy = tree('<tool-bar attr:id="MsgHeadersToolbar"/>', LEGACY)
     rules = [{"selectors": ["tool-bar[attr|id=MsgHeadersToolbar]"]}]
-    assert get_metric("check_accessibility_tree")(legacy, rules) == 1.0
+    assert get_metric("check_accessibility_tree")(legacy, rules) == 0.0
+    assert get_metric("check_accessibility_tree")(legacy, [{"xpath": "//tool-bar"}]) == 1.0
+
+
+def test_check_accessibility_tree_osworld_details() -> None:
+    metric = get_metric("check_accessibility_tree")
+    # a rule with text needs "exact" (OSWorld: KeyError)
+    with pytest.raises(KeyError):
+        metric(THUNDERBIRD, [{"xpath": "//entry", "text": "anonym-x2024@outlook.com"}])
+    # an element without text equals no string, not even ""
+    assert metric(THUNDERBIRD, [{"xpath": "//password-text", "text": "", "exact": True}]) == 0.0
+    assert metric(THUNDERBIRD, [{"xpath": "//password-text", "text": "", "exact": False}]) == 0.0
+    # text declaring its encoding is refused by lxml (OSWorld fails there)
+    declared = '<?xml version="1.0" encoding="UTF-8"?>\n' + THUNDERBIRD
+    assert metric(declared, [{"xpath": "//entry"}]) == 0.0
+    windows = tree(
+        '<entry st:focused="true"/>', {"st": NAMESPACES["st"].replace("ubuntu", "windows")}
+    )
+    assert metric(windows, [{"selectors": ["entry[st|focused=true]"]}], osname="windows") == 1.0
+    assert metric(windows, [{"selectors": ["entry[st|focused=true]"]}]) == 0.0
 
 
 IMPRESS = (
@@ -109,8 +128,7 @@ def test_check_left_panel() -> None:
         "</root-pane>",
         LEGACY,
     )
-    assert metric(legacy) == 1.0
-    assert metric(legacy.replace("(0, 0)", "(300, 0)")) == 0.0
+    assert metric(legacy) == 0.0  # OSWorld looks for the "Slides View" frame only
     assert metric(None) == 0.0
     assert metric("not xml") == 0.0
 
@@ -118,7 +136,7 @@ def test_check_left_panel() -> None:
 def test_metric_namespaces_match_the_guest_walker() -> None:
     from osworld_gym.evaluation.metrics import a11y
 
-    assert a11y._CURRENT == NAMESPACES
+    assert a11y.NAMESPACE_MAPS["ubuntu"] == NAMESPACES
 
 
 def test_missing_cssselect_raises_with_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -144,8 +144,8 @@ def test_compare_archive_bad_input(tmp_path: Path) -> None:
     junk.write_text("not an archive")
     assert metric(None, gold) == 0.0
     assert metric(str(junk), gold) == 0.0
-    with pytest.raises(ValueError, match="unsupported file_type 'audio'"):
-        metric(gold, gold, file_type="audio")
+    with pytest.raises(ValueError, match="unsupported file_type 'sheet'"):
+        metric(gold, gold, file_type="sheet")
 
 
 def test_compare_zip_files(tmp_path: Path) -> None:

@@ -79,8 +79,8 @@ def test_fuzzy_options_return_similarities(tmp_path: Path) -> None:
     similarity = compare(*paths, fuzzy_match=True)
     assert 0.9 < similarity < 1.0
     assert compare(*paths, content_only=True) == pytest.approx(similarity)
-    assert compare(*paths, fuzzy_match=True, fuzzy_match_threshold=0.9) == 1.0
-    assert compare(*paths, fuzzy_match=True, fuzzy_match_threshold=0.99) == 0.0
+    # OSWorld's code has no threshold: the option is ignored, the similarity returned
+    assert compare(*paths, fuzzy_match=True, fuzzy_match_threshold=0.99) == similarity
     per_paragraph = compare(*paths, fuzzy_match=True, ignore_blanks=False)
     assert 0.9 < per_paragraph < 1.0
 

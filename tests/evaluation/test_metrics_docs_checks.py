@@ -155,7 +155,8 @@ def test_check_highlighted_words(tmp_path: Path) -> None:
     gold = make_odt(tmp_path / "gold.odt", None)
     assert metric(make_odt(tmp_path / "clean.odt", None), gold) == 1.0
     assert metric(make_odt(tmp_path / "yellow.odt", "#ffff00"), gold) == 0.0
-    assert metric(make_odt(tmp_path / "upper.odt", "#FFFF00"), gold) == 0.0
+    # OSWorld compares the colour as written: upper case is no highlight
+    assert metric(make_odt(tmp_path / "upper.odt", "#FFFF00"), gold) == 1.0
     assert metric(make_odt(tmp_path / "grey.odt", "#cccccc"), gold) == 1.0  # not a highlight
     assert metric(make_odt(tmp_path / "text.odt", None, text="there"), gold) == 0.0
     assert metric(None, gold) == 0.0

@@ -166,11 +166,12 @@ def test_compare_table_and_pptx_options_used_by_tasks_are_understood() -> None:
 
 
 def test_unsupported_options() -> None:
-    rules = {"rules": [{"type": "sheet_data"}, {"type": "sparkline"}]}
-    assert unsupported_options("compare_table", rules) == ["compare_table rule type 'sparkline'"]
-    assert unsupported_options("compare_archive", {"file_type": "video"}) == [
-        "compare_archive file_type 'video'"
+    rules = {"rules": [{"type": "sheet_data"}, {"type": "pie_chart"}]}
+    assert unsupported_options("compare_table", rules) == ["compare_table rule type 'pie_chart'"]
+    assert unsupported_options("compare_archive", {"file_type": "sheet"}) == [
+        "compare_archive file_type 'sheet'"
     ]
+    assert unsupported_options("compare_archive", {"file_type": "video"}) == []
     assert unsupported_options("compare_archive", None) == []
     assert unsupported_options("exact_match", {"anything": 1}) == []
 

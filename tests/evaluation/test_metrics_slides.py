@@ -137,8 +137,13 @@ DIFFERENCES: list[tuple[str, Spec, dict[str, Any] | None]] = [
     ("strike-through", Spec(strike=True), {"examine_strike_through": False}),
     ("alignment", Spec(align=PP_ALIGN.CENTER), {"examine_alignment": False}),
     ("group alignment", Spec(group_align=PP_ALIGN.RIGHT), {"examine_alignment": False}),
-    ("indent", Spec(level=2), {"examine_indent": False}),
-    ("run count", Spec(runs=("Hello world",)), {"examine_run_count": False}),
+    # the level is compared by the bullets check too (unset counts as "0", as in OSWorld)
+    ("indent", Spec(level=2), {"examine_indent": False, "examine_bullets": False}),
+    (
+        "run count (always checked: OSWorld ignores examine_run_count)",
+        Spec(runs=("Hello world",)),
+        None,
+    ),
     ("bullet", Spec(bullet="•"), {"examine_bullets": False}),
     ("notes", Spec(notes="Other notes"), {"examine_note": False}),
     ("background", Spec(background="00FF00"), {"examine_background_color": False}),
@@ -163,9 +168,9 @@ def test_each_difference_fails_unless_its_check_is_off(
     [
         (Spec(bold=None), 0.0),  # unset vs True
         (Spec(align=PP_ALIGN.LEFT), 1.0),  # unset alignment means left
-        (Spec(level=1), 1.0),  # levels 0 and 1 look alike
+        (Spec(level=1), 0.0),  # levels 0 and 1 differ, as in OSWorld 1.0.2
         (Spec(box=moved(Emu(3000))), 1.0),  # within the 0.5 % tolerance
-        (Spec(picture=(Inches(1), Inches(3), Inches(2), Inches(2))), 1.0),  # no text: exempt
+        (Spec(picture=(Inches(1), Inches(3), Inches(2), Inches(2))), 0.0),  # pictures too
     ],
 )
 def test_lenient_comparisons(tmp_path: Path, result: Spec, expected_score: float) -> None:
@@ -184,10 +189,10 @@ def test_approximately_tolerance(tmp_path: Path) -> None:
 
 def test_image_size(tmp_path: Path) -> None:
     bigger = Spec(picture=(Inches(5), Inches(3), Inches(3), Inches(3)))
-    assert score(tmp_path, bigger) == 1.0  # pictures have no text: examine_shape skips them
-    assert score(tmp_path, bigger, examine_image_size=True) == 0.0
+    assert score(tmp_path, bigger) == 0.0  # examine_shape compares pictures too
+    assert score(tmp_path, bigger, examine_shape=False, examine_image_size=True) == 0.0
     moved_only = Spec(picture=(Inches(4), Inches(3), Inches(2), Inches(2)))
-    assert score(tmp_path, moved_only, examine_image_size=True) == 1.0
+    assert score(tmp_path, moved_only, examine_shape=False, examine_image_size=True) == 1.0
 
 
 def test_modify_height(tmp_path: Path) -> None:
@@ -223,13 +228,39 @@ def test_shape_lenient_height_fixed(tmp_path: Path) -> None:
     assert fixed_score((left * 2, top, width, height), examine_shape=False) == 1.0
 
 
+def test_run_count_fixed(tmp_path: Path) -> None:
+    """The fixed mode honours examine_run_count: false, which OSWorld's code never reads."""
+    fixed = metrics_for("fixed")["compare_pptx_files"]
+    gold = make_deck(tmp_path / "e.pptx", Spec())
+    merged = make_deck(tmp_path / "r.pptx", Spec(runs=("Hello world",)))
+    assert compare(merged, gold, examine_run_count=False) == 0.0
+    assert fixed(merged, gold) == 0.0
+    assert fixed(merged, gold, examine_run_count=False) == 1.0
+    assert fixed(None, gold, examine_number_of_slides=False) == 0.0
+
+
+def test_theme_background_raises_as_in_osworld(tmp_path: Path) -> None:
+    from pptx.enum.dml import MSO_THEME_COLOR
+
+    gold = make_deck(tmp_path / "e.pptx", Spec())
+    prs = pptx.Presentation(gold)
+    fill = prs.slides[0].background.fill
+    fill.solid()
+    fill.fore_color.theme_color = MSO_THEME_COLOR.ACCENT_1
+    prs.save(tmp_path / "theme.pptx")
+    with pytest.raises(AttributeError):
+        compare(str(tmp_path / "theme.pptx"), gold)
+
+
 def test_missing_or_unreadable_files(tmp_path: Path) -> None:
     gold = make_deck(tmp_path / "e.pptx", Spec())
     junk = tmp_path / "junk.pptx"
     junk.write_text("not a deck")
-    assert compare(None, gold) == 0.0
+    assert compare(None, gold) == 0.0  # python-pptx's empty default deck: no slides
     assert compare(gold, None) == 0.0
     assert compare(str(junk), gold) == 0.0
+    # OSWorld opens None as the empty default deck: with the slide count off, nothing differs
+    assert compare(None, gold, examine_number_of_slides=False) == 1.0
 
 
 def test_check_slide_orientation_portrait(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from pptx.enum.shapes import PP_PLACEHOLDER  # noqa: E402
 from pptx.oxml.ns import qn  # noqa: E402
 from pptx.util import Inches  # noqa: E402
 
-from osworld_gym.evaluation.metrics import get_metric  # noqa: E402
+from osworld_gym.evaluation.metrics import get_metric, metrics_for  # noqa: E402
 
 
 def png(colour: tuple[int, int, int]) -> io.BytesIO:
@@ -79,11 +79,18 @@ XCU = """<?xml version="1.0" encoding="UTF-8"?>
 """  # noqa: E501
 
 
-@pytest.mark.parametrize(("minutes", "score"), [("3", 1.0), ("10", 0.0), ("x", 0.0)])
+@pytest.mark.parametrize(("minutes", "score"), [("3", 1.0), ("10", 0.0)])
 def test_check_auto_saving_time(tmp_path: Path, minutes: str, score: float) -> None:
     path = tmp_path / "registrymodifications.xcu"
     path.write_text(XCU.format(minutes=minutes))
     assert get_metric("check_auto_saving_time")(str(path), {"minutes": 3}) == score
+
+
+def test_check_auto_saving_time_not_a_number_raises(tmp_path: Path) -> None:
+    path = tmp_path / "registrymodifications.xcu"
+    path.write_text(XCU.format(minutes="x"))
+    with pytest.raises(ValueError):  # OSWorld's int() raises too: the evaluator scores 0
+        get_metric("check_auto_saving_time")(str(path), {"minutes": 3})
 
 
 def test_check_auto_saving_time_missing_setting_or_file(tmp_path: Path) -> None:
@@ -186,19 +193,61 @@ def slide_number_colour(rgb: str | None, other_text: str | None = None) -> Any:
         ("101010", None, "black", 1.0),
         ("808080", None, "red", 0.0),
         ("000000", "FF0000", "red", 0.0),  # the slide number's own colour wins over a red footer
-        (None, "FF0000", "red", 1.0),  # no colour on the number: OSWorld's last-run-colour rule
+        (None, "FF0000", "red", 1.0),  # no colour on the number: the last run colour
     ],
 )
-def test_check_page_number_colors(
+def test_check_page_number_colors_fixed(
     tmp_path: Path, number: str | None, other: str | None, wanted: str, score: float
 ) -> None:
     path = deck(tmp_path / "numbers.pptx", edit=slide_number_colour(number, other))
+    fixed = metrics_for("fixed")["check_page_number_colors"]
+    assert fixed(path, {"color": wanted}) == score
+
+
+def master_colours(*values: str) -> Any:
+    """Paint the master's first text-coloured placeholders (date, footer, number) in RGB."""
+
+    def edit(presentation: Any) -> None:
+        placeholders = list(presentation.slide_masters[0].placeholders)
+        painted = [p for p in placeholders if p.placeholder_format.type in _PAINTED]
+        for placeholder, value in zip(painted, values, strict=False):
+            run = placeholder.text_frame.paragraphs[0].add_run()
+            run.text = "x"
+            run.font.color.rgb = RGBColor.from_string(value)
+
+    return edit
+
+
+_PAINTED = (PP_PLACEHOLDER.DATE, PP_PLACEHOLDER.FOOTER, PP_PLACEHOLDER.SLIDE_NUMBER)
+
+
+@pytest.mark.parametrize(
+    ("colours", "wanted", "score"),
+    [
+        (("000000", "FF0000", "000000"), "red", 1.0),  # the second-to-last colour is read
+        (("000000", "000000", "FF0000"), "red", 0.0),  # the last one (the number) is not
+        (("000000", "C00000", "000000"), "red", 0.0),  # C00000 read one character late: 0, 0, 0
+        (("000000", "0000FF", "000000"), "blue", 0.0),  # 0000FF read as 0, 15, 15
+        (("000000", "00FF00", "000000"), "green", 1.0),
+        (("000000", "000000", "000000"), "black", 1.0),
+        (("000000", "000000", "000000"), "purple", 1.0),  # an unknown colour name passes
+    ],
+)
+def test_check_page_number_colors_as_osworld(
+    tmp_path: Path, colours: tuple[str, ...], wanted: str, score: float
+) -> None:
+    path = deck(tmp_path / "numbers.pptx", edit=master_colours(*colours))
     assert get_metric("check_page_number_colors")(path, {"color": wanted}) == score
 
 
 def test_check_page_number_colors_bad_inputs(tmp_path: Path) -> None:
     metric = get_metric("check_page_number_colors")
     assert metric(None, {"color": "red"}) == 0.0
-    assert metric(not_a_deck(tmp_path), {"color": "red"}) == 0.0
+    with pytest.raises(ValueError):  # no slide master: OSWorld raises too
+        metric(not_a_deck(tmp_path), {"color": "red"})
+    with pytest.raises(IndexError):  # fewer than two RGB colours on the master
+        metric(deck(tmp_path / "d.pptx"), {"color": "red"})
+    fixed = metrics_for("fixed")["check_page_number_colors"]
+    assert fixed(not_a_deck(tmp_path), {"color": "red"}) == 0.0
     with pytest.raises(ValueError, match="unknown color 'purple'"):
-        metric(deck(tmp_path / "d.pptx"), {"color": "purple"})
+        fixed(deck(tmp_path / "d.pptx"), {"color": "purple"})

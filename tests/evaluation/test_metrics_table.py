@@ -60,8 +60,8 @@ def test_bad_sheet_index_and_rule_type_raise(tmp_path: Path) -> None:
     paths = pair(tmp_path)
     with pytest.raises(ValueError, match="sheet index"):
         score(paths, {**DATA, "sheet_idx0": "XX0"})
-    with pytest.raises(ValueError, match="unsupported rule type 'sparkline'"):
-        score(paths, {"type": "sparkline", "sheet_idx0": 0, "sheet_idx1": "EI0"})
+    with pytest.raises(ValueError, match="unsupported rule type 'pie_chart'"):
+        score(paths, {"type": "pie_chart", "sheet_idx0": 0, "sheet_idx1": "EI0"})
 
 
 def test_missing_or_unreadable_result_scores_zero(tmp_path: Path) -> None:
@@ -328,3 +328,46 @@ def test_sheet_fuzzy_reads_padded_inline_text_as_osworld(tmp_path: Path) -> None
     paths = pair(tmp_path, result=set_cell("A2", "  Main Road "), expected=set_cell("A2", "Main"))
     assert score(paths, fuzzy(type="includes")) == 1.0
     assert score(paths, fuzzy(type="exact_match", trim_leadings=" ", trim_trailings=" ")) == 0.0
+
+
+# --- sparklines, a missing expected book ---------------------------------------------------
+
+SPARKLINE_EXT = (
+    '<extLst><ext uri="{{05C60535-1F16-4fd2-B633-F4F36F0B64E0}}" '
+    'xmlns:x14="http://schemas.microsoft.com/office/spreadsheetml/2009/9/main">'
+    '<x14:sparklineGroups xmlns:xm="http://schemas.microsoft.com/office/excel/2006/main">'
+    "<x14:sparklineGroup><x14:sparklines>"
+    "<x14:sparkline><xm:f>Sheet1!B2:B4</xm:f><xm:sqref>{cell}</xm:sqref></x14:sparkline>"
+    "</x14:sparklines></x14:sparklineGroup></x14:sparklineGroups></ext></extLst>"
+)
+
+
+def with_sparkline(path: Path, cell: str) -> str:
+    """The book at ``path`` rewritten with one sparkline in ``cell`` of its first sheet."""
+    source = Path(book(path.with_name("plain-" + path.name)))
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(path, "w") as new:
+        for info in old.infolist():
+            data = old.read(info.filename)
+            if info.filename == "xl/worksheets/sheet1.xml":
+                ext = SPARKLINE_EXT.format(cell=cell).encode()
+                data = data.replace(b"</worksheet>", ext + b"</worksheet>")
+            new.writestr(info, data)
+    return str(path)
+
+
+def test_sparklines_compare_cells_and_ranges(tmp_path: Path) -> None:
+    rule = {"type": "sparkline", "sheet_idx0": 0, "sheet_idx1": "EI0"}
+    gold = with_sparkline(tmp_path / "gold.xlsx", "D2")
+    assert compare_table(with_sparkline(tmp_path / "same.xlsx", "D2"), gold, rules=[rule]) == 1.0
+    assert compare_table(with_sparkline(tmp_path / "other.xlsx", "E2"), gold, rules=[rule]) == 0.0
+    assert compare_table(book(tmp_path / "none.xlsx"), gold, rules=[rule]) == 0.0
+
+
+def test_a_rule_on_a_missing_expected_book_raises(tmp_path: Path) -> None:
+    result = book(tmp_path / "result.xlsx")
+    with pytest.raises(ValueError, match="expected book"):  # OSWorld raises there too
+        compare_table(result, None, rules=[DATA])
+    broken = tmp_path / "broken.xlsx"
+    broken.write_text("not a workbook")
+    with pytest.raises(Exception):  # noqa: B017,PT011 - whatever openpyxl raises, as OSWorld
+        compare_table(result, str(broken), rules=[{"type": "sheet_name"}])

@@ -79,6 +79,10 @@ def install_stand_ins() -> dict[str, str]:
         module = types.ModuleType(name)
 
         def missing(attribute: str, name: str = name, why: str = why) -> Any:
+            if attribute.startswith("__"):
+                # Module introspection (inspect.stack() reads every module's __file__, as
+                # librosa's lazy loader does) is not a use of the library.
+                raise AttributeError(attribute)
             raise StandInUsed(f"{name}.{attribute}: {name} is not in the side venv ({why})")
 
         module.__getattr__ = missing  # type: ignore[method-assign]

@@ -45,6 +45,7 @@ SHARED_LIBRARIES: tuple[str, ...] = (
     "python-pptx",
     "odfpy",
     "pypdf",
+    "pymupdf",
     "rapidfuzz",
     "lxml",
     "cssselect",
@@ -63,7 +64,6 @@ SHARED_LIBRARIES: tuple[str, ...] = (
 # What only OSWorld's modules import (easyocr, for docs.py, is left out: it needs torch).
 OSWORLD_ONLY_LIBRARIES: tuple[str, ...] = (
     "PyPDF2==3.0.1",
-    "pymupdf==1.26.5",
     "pdfplumber==0.11.7",
     "borb==2.1.25",
     "formulas==1.3.1",

@@ -1,7 +1,9 @@
 """Shape-, paragraph- and run-level comparisons behind ``compare_pptx_files``.
 
-Two shapes (or paragraphs, runs) match when every check enabled in :class:`PptxOptions`
-holds; see :mod:`osworld_gym.evaluation.metrics.slides` for the options.
+The checks and their order are those of OSWorld's ``compare_pptx_files`` (desktop-env 1.0.2);
+see :mod:`osworld_gym.evaluation.metrics.slides` for the options. Where OSWorld's code raises
+(a theme colour read as RGB, a shape python-pptx cannot classify, a size that is not set) these
+raise too, so that the evaluator scores such a deck 0 as OSWorld's run would.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ _FREEFORM, _PICTURE, _TABLE = 5, 13, 19  # MSO_SHAPE_TYPE values
 _BELOW_TOP = 3600000  # a title/table moved to the bottom starts below this
 _RIGHT_OF_LEFT = 4320000  # a shape moved right starts right of this
 _ABOVE_TOP = 1980000  # a picture moved up starts above this
+_PLACEHOLDER_TEXT = "Elaborate on what you want to discuss."
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,35 +56,38 @@ class PptxOptions:
     right_position: bool = False
     top_position: bool = False
     tolerance: float = 0.005  # relative, from ``approximately_tolerance``
+    debug: bool = True  # ``enable_debug``: OSWorld's debug lines read both shapes' types
 
     @classmethod
-    def from_options(
-        cls, options: Mapping[str, Any], *, lenient_height: bool = False
-    ) -> PptxOptions:
+    def from_options(cls, options: Mapping[str, Any], *, fixed: bool = False) -> PptxOptions:
         """Read OSWorld's option keys; unknown keys are logged and ignored, as OSWorld does.
 
         Args:
             options: The task's options.
-            lenient_height: Honour ``examine_shape_lenient_height``, which OSWorld's code never
-                reads (the ``"fixed"`` evaluation mode); otherwise it is ignored like any
-                unknown key.
+            fixed: Honour ``examine_shape_lenient_height`` and ``examine_run_count``, which
+                OSWorld's code never reads (the ``"fixed"`` evaluation mode); otherwise they
+                are ignored like any unknown key.
         """
-        names = {f.name for f in dataclasses.fields(cls)}
-        if not lenient_height:
-            names.discard("shape_lenient_height")
+        names = {f.name for f in dataclasses.fields(cls)} - {"tolerance", "debug"}
+        if not fixed:
+            names -= {"shape_lenient_height", "run_count"}
         values: dict[str, Any] = {}
         for key, value in options.items():
             if key.startswith("examine_") and key[8:] in names:
-                values[key[8:]] = bool(value)
+                values[key[8:]] = value
             elif key == "approximately_tolerance":
-                values["tolerance"] = float(value)
+                values["tolerance"] = value
+            elif key == "enable_debug":
+                values["debug"] = value
             else:
                 logger.debug("compare_pptx_files: ignoring option %r", key)
         return cls(**values)
 
 
-def approx_equal(a: int | None, b: int | None, tolerance: float) -> bool:
+def approx_equal(a: Any, b: Any, tolerance: float) -> bool:
     """Equal, or within ``tolerance`` relative to the larger magnitude (0 only equals 0).
+
+    A size that is not set (``None``) beside one that is raises ``TypeError``, as in OSWorld.
 
     Example:
         >>> approx_equal(1000, 1004, 0.005), approx_equal(1000, 1010, 0.005)
@@ -89,93 +95,68 @@ def approx_equal(a: int | None, b: int | None, tolerance: float) -> bool:
     """
     if a == b:
         return True
-    if a is None or b is None or a == 0 or b == 0:
+    if a == 0 or b == 0:
         return False
-    return abs(a - b) / max(abs(a), abs(b)) <= tolerance
+    return bool(abs(a - b) / max(abs(a), abs(b)) <= tolerance)
 
 
-def _same_geometry(s1: Any, s2: Any, tol: float, *, height: bool = True) -> bool:
+def same_geometry(s1: Any, s2: Any, tol: float, *, height: bool = True) -> bool:
+    """Left, top, width (and height) approximately equal, tested in that order."""
     attributes = ("left", "top", "width", "height") if height else ("left", "top", "width")
     return all(approx_equal(getattr(s1, a), getattr(s2, a), tol) for a in attributes)
-
-
-def _shape_type(shape: Any) -> Any:
-    try:
-        return shape.shape_type
-    except NotImplementedError:  # python-pptx cannot classify some legacy shapes
-        return None
 
 
 def _has_text(shape: Any) -> bool:
     return hasattr(shape, "text")
 
 
-def _blank(shape: Any) -> bool:
-    return not _has_text(shape) or not (shape.text or "").strip()
+def shape_checks_ok(idx: int, s1: Any, s2: Any, o: PptxOptions) -> bool:
+    """OSWorld's per-shape position and size checks, in its order.
 
-
-def task_specific_ok(idx: int, s1: Any, s2: Any, o: PptxOptions) -> bool:
-    """OSWorld's per-task position checks (fixed texts, slide numbers and EMU offsets)."""
-    both_text = _has_text(s1) and _has_text(s2)
-    same = _same_geometry(s1, s2, o.tolerance)
+    ``idx`` is the 1-based slide number (the task-specific checks test fixed slides).
+    """
+    tol = o.tolerance
     if o.title_bottom_position:
-        if both_text and s1.text == s2.text:
+        if _has_text(s1) and _has_text(s2) and s1.text == s2.text:
             if s1.text == "Product Comparison" and (s1.top <= s2.top or s1.top < _BELOW_TOP):
                 return False
-        elif not same:
+        elif not same_geometry(s1, s2, tol):
             return False
     if o.table_bottom_position:
-        if idx == 3 and _shape_type(s1) == _TABLE and _shape_type(s2) == _TABLE:
+        if idx == 3 and s1.shape_type == _TABLE and s2.shape_type == _TABLE:
             if s1.top <= s2.top or s1.top < _BELOW_TOP:
                 return False
-        elif not same:
+        elif not same_geometry(s1, s2, tol):
             return False
     if o.right_position and idx == 2 and not _has_text(s1) and not _has_text(s2):
         if s1.left <= s2.left or s1.left < _RIGHT_OF_LEFT:
             return False
-    if o.top_position and idx == 2 and _shape_type(s1) == _PICTURE == _shape_type(s2):
+    if o.top_position and idx == 2 and s1.shape_type == _PICTURE and s2.shape_type == _PICTURE:
         if s1.top >= s2.top or s1.top > _ABOVE_TOP:
             return False
-    if o.shape_for_shift_size and not same:
-        placeholder = "Elaborate on what you want to discuss."
-        if not (both_text and s1.text == s2.text == placeholder):
+    if o.shape_for_shift_size and not same_geometry(s1, s2, tol):
+        if not (_has_text(s1) and _has_text(s2) and s1.text == s2.text == _PLACEHOLDER_TEXT):
             return False
-    return True
-
-
-def geometry_ok(s1: Any, s2: Any, o: PptxOptions) -> bool:
-    tol = o.tolerance
-    same = _same_geometry(s1, s2, tol)
-    if o.shape and not same and not (_blank(s1) and _blank(s2)):
+    if o.shape and not same_geometry(s1, s2, tol):
         return False
-    if o.shape_lenient_height and not _same_geometry(s1, s2, tol, height=False):
+    if o.shape_lenient_height and not same_geometry(s1, s2, tol, height=False):
         return False
     if o.image_size:
-        if _shape_type(s1) == _PICTURE and _shape_type(s2) == _PICTURE:
+        if s1.shape_type == _PICTURE and s2.shape_type == _PICTURE:
             if not (
                 approx_equal(s1.width, s2.width, tol) and approx_equal(s1.height, s2.height, tol)
             ):
                 return False
-        elif not same:
+        elif not same_geometry(s1, s2, tol):
             return False
     if o.modify_height:
-        freeforms = _shape_type(s1) == _FREEFORM and _shape_type(s2) == _FREEFORM
-        if (not _has_text(s1) and not _has_text(s2)) or freeforms:
-            return approx_equal(s1.height, s2.height, tol)
-        return same
+        no_text = not _has_text(s1) and not _has_text(s2)
+        if no_text or (s1.shape_type == _FREEFORM and s2.shape_type == _FREEFORM):
+            if not approx_equal(s1.height, s2.height, tol):
+                return False
+        elif not same_geometry(s1, s2, tol):
+            return False
     return True
-
-
-def _runs(paragraph: Any, other: Any) -> list[Any]:
-    """A paragraph's runs; for two blank paragraphs, only runs holding text (0 vs 1 empty)."""
-    if not (paragraph.text or "").strip() and not (other.text or "").strip():
-        return [r for r in paragraph.runs if (r.text or "").strip()]
-    return list(paragraph.runs)
-
-
-def _rgb(run: Any) -> Any:
-    color = run.font.color
-    return color.rgb if hasattr(color, "rgb") else None
 
 
 def _falsy_equal(a: Any, b: Any) -> bool:
@@ -191,32 +172,65 @@ def _underline_ok(u1: Any, u2: Any) -> bool:
     return not ((u1 is None and u2 is True) or (u1 is True and u2 is None))
 
 
-def _strike(run: Any) -> str:
-    # python-pptx has no strike-through API; read the run properties element.
-    rpr = run._r.find(f"{_A}rPr")
-    return "noStrike" if rpr is None else rpr.get("strike", "noStrike")
+def _colour_ok(f1: Any, f2: Any) -> bool:
+    """Run colours: compared only where both are RGB colours."""
+    if hasattr(f1.color, "rgb") and hasattr(f2.color, "rgb"):
+        return bool(f1.color.rgb == f2.color.rgb)
+    return True
 
 
-def _run_ok(r1: Any, r2: Any, o: PptxOptions) -> bool:
+def _strike(font: Any) -> str:
+    # python-pptx has no strike-through API; its run properties element carries it.
+    return str(font._element.attrib.get("strike", "noStrike"))
+
+
+def run_ok(r1: Any, r2: Any, o: PptxOptions) -> bool:
+    """A text shape's runs: the examined font properties."""
     f1, f2 = r1.font, r2.font
-    checks = (
-        (o.font_name, f1.name == f2.name),
-        (o.font_size, f1.size == f2.size),
-        (o.font_bold, _falsy_equal(f1.bold, f2.bold)),
-        (o.font_italic, _falsy_equal(f1.italic, f2.italic)),
-        (
-            o.color_rgb,
-            not (hasattr(f1.color, "rgb") and hasattr(f2.color, "rgb")) or _rgb(r1) == _rgb(r2),
-        ),
-        (o.font_underline, _underline_ok(f1.underline, f2.underline)),
-        (o.strike_through, _strike(r1) == _strike(r2)),
+    return not (
+        (o.font_name and f1.name != f2.name)
+        or (o.font_size and f1.size != f2.size)
+        or (o.font_bold and not _falsy_equal(f1.bold, f2.bold))
+        or (o.font_italic and not _falsy_equal(f1.italic, f2.italic))
+        or (o.color_rgb and not _colour_ok(f1, f2))
+        or (o.font_underline and not _underline_ok(f1.underline, f2.underline))
+        or (o.strike_through and _strike(f1) != _strike(f2))
     )
-    return all(ok for enabled, ok in checks if enabled)
+
+
+def _table_run_ok(r1: Any, r2: Any, o: PptxOptions) -> bool:
+    """A table cell's runs: colour when examined; bold, italic and underline always."""
+    f1, f2 = r1.font, r2.font
+    return not (
+        (o.color_rgb and not _colour_ok(f1, f2))
+        or not _falsy_equal(f1.bold, f2.bold)
+        or not _falsy_equal(f1.italic, f2.italic)
+        or not _underline_ok(f1.underline, f2.underline)
+    )
 
 
 def alignment(paragraph: Any) -> Any:
     pp_align = require("pptx.enum.text").PP_ALIGN
     return paragraph.alignment if paragraph.alignment is not None else pp_align.LEFT
+
+
+def table_ok(s1: Any, s2: Any, o: PptxOptions) -> bool:
+    """Compare table cells' paragraph and run counts and their runs' formatting."""
+    t1, t2 = s1.table, s2.table  # a second shape that is no table raises, as in OSWorld
+    if len(t1.rows) != len(t2.rows) or len(t1.columns) != len(t2.columns):
+        return False
+    for row in range(len(t1.rows)):
+        for col in range(len(t1.columns)):
+            p1s = t1.cell(row, col).text_frame.paragraphs
+            p2s = t2.cell(row, col).text_frame.paragraphs
+            if len(p1s) != len(p2s):
+                return False
+            for p1, p2 in zip(p1s, p2s, strict=True):
+                if len(p1.runs) != len(p2.runs) and o.run_count:
+                    return False
+                if not all(_table_run_ok(a, b, o) for a, b in zip(p1.runs, p2.runs, strict=False)):
+                    return False
+    return True
 
 
 def paragraphs_ok(s1: Any, s2: Any, o: PptxOptions) -> tuple[bool, bool]:
@@ -232,86 +246,59 @@ def paragraphs_ok(s1: Any, s2: Any, o: PptxOptions) -> tuple[bool, bool]:
             return False, saw_runs
         if o.text and p1.text != p2.text:
             return False, saw_runs
-        if o.indent and p1.level != p2.level and not {p1.level, p2.level} <= {0, 1}:
+        if o.indent and p1.level != p2.level:
             return False, saw_runs
-        runs1, runs2 = _runs(p1, p2), _runs(p2, p1)
-        if o.run_count and len(runs1) != len(runs2):
+        if len(p1.runs) != len(p2.runs) and o.run_count:
             return False, saw_runs
-        for r1, r2 in zip(runs1, runs2, strict=False):
+        for r1, r2 in zip(p1.runs, p2.runs, strict=False):
             saw_runs = True
-            if not _run_ok(r1, r2, o):
+            if not run_ok(r1, r2, o):
                 return False, saw_runs
     return True, saw_runs
 
 
-def table_ok(s1: Any, s2: Any, o: PptxOptions) -> bool:
-    """Compare table cells' paragraph and run counts and their runs' formatting.
+Bullet = tuple[Any, Any, str, Any]
 
-    Colour is compared when examined; bold, italic and underline always (as in OSWorld).
+
+def slide_bullets(slide: Any) -> list[Bullet] | None:
+    """(level, bullet char, text, colour) of every non-blank paragraph of the slide's XML.
+
+    ``None`` where OSWorld's extraction fails (an empty ``a:t``), which skips the comparison.
     """
-    if not getattr(s2, "has_table", False):
-        return False
-    cell_runs = dataclasses.replace(
-        o,
-        font_name=False,
-        font_size=False,
-        font_bold=True,
-        font_italic=True,
-        font_underline=True,
-        strike_through=False,
-    )
-    t1, t2 = s1.table, s2.table
-    if len(t1.rows) != len(t2.rows) or len(t1.columns) != len(t2.columns):
-        return False
-    for row in range(len(t1.rows)):
-        for col in range(len(t1.columns)):
-            p1s = t1.cell(row, col).text_frame.paragraphs
-            p2s = t2.cell(row, col).text_frame.paragraphs
-            if len(p1s) != len(p2s):
-                return False
-            for p1, p2 in zip(p1s, p2s, strict=True):
-                runs1, runs2 = _runs(p1, p2), _runs(p2, p1)
-                if o.run_count and len(runs1) != len(runs2):
-                    return False
-                pairs = zip(runs1, runs2, strict=False)
-                if not all(_run_ok(r1, r2, cell_runs) for r1, r2 in pairs):
-                    return False
-    return True
-
-
-Bullet = tuple[Any, str, str, str]
-
-
-def slide_bullets(slide: Any) -> list[Bullet]:
-    """(level, bullet char, text, colour) of every non-blank paragraph in the slide's XML."""
     root = ElementTree.fromstring(slide.part.blob)
     bullets = []
     for paragraph in root.iter(f"{_A}p"):
         ppr = paragraph.find(f"{_A}pPr")
         level: Any = "No Level"
-        char, color = "No Bullet", "No Color"
+        char: Any = "No Bullet"
+        color: Any = "No Color"
         if ppr is not None:
             level = ppr.get("lvl")
             bu_char = ppr.find(f"{_A}buChar")
-            char = bu_char.get("char", "") if bu_char is not None else "No Bullet"
+            char = bu_char.get("char") if bu_char is not None else "No Bullet"
             clr = ppr.find(f"{_A}buClr/{_A}srgbClr")
-            color = clr.get("val", "") if clr is not None else "No Color"
-        text = "".join(t.text or "" for t in paragraph.iter(f"{_A}t"))
+            color = clr.get("val") if clr is not None else "No Color"
+        texts = [t.text for t in paragraph.iter(f"{_A}t")]
+        if None in texts:
+            return None
+        text = "".join(texts)  # type: ignore[arg-type]
         if text.strip():
             bullets.append((level, char, text, color))
     return bullets
 
 
-def bullets_equal(b1: list[Bullet], b2: list[Bullet]) -> bool:
-    """Same texts and bullet characters; levels only matter where a bullet shows.
+def bullets_equal(b1: list[Bullet] | None, b2: list[Bullet] | None) -> bool:
+    """Same texts, bullet characters and levels (unset = ``"0"``); colours are not compared.
 
-    Bullet colours are not compared: themes paint them differently.
+    Where either list could not be read, the comparison is skipped (True), as in OSWorld.
     """
+    if b1 is None or b2 is None:
+        return True
     if len(b1) != len(b2):
         return False
     for (lvl1, ch1, text1, _), (lvl2, ch2, text2, _) in zip(b1, b2, strict=True):
         if text1 != text2 or ch1 != ch2:
             return False
-        if (ch1 != "No Bullet" or ch2 != "No Bullet") and (lvl1 or "0") != (lvl2 or "0"):
+        if ("0" if lvl1 is None else lvl1) != ("0" if lvl2 is None else lvl2):
             return False
     return True

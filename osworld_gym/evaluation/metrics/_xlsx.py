@@ -170,3 +170,33 @@ class RawXlsxReader:
         except ValueError:
             return None
         return self._shared_strings()[number] if kind == "s" else number
+
+
+_X14 = "{http://schemas.microsoft.com/office/spreadsheetml/2009/9/main}"
+_XM = "{http://schemas.microsoft.com/office/excel/2006/main}"
+
+
+def sparklines(path: str | Path, sheet_name: str) -> dict[Any, Any]:
+    """A sheet's sparklines as ``{cells (xm:sqref): data range (xm:f)}``, as OSWorld reads them.
+
+    The sheet is found by its ``sheetId`` part (as :class:`RawXlsxReader` does); each
+    ``x14:sparkline`` gives its ``xm:sqref`` and ``xm:f`` texts converted the way ``xmltodict``
+    hands them over (stripped, ``None`` when empty).
+
+    Raises:
+        zipfile.BadZipFile: Not a zip package (OSWorld reads no sparklines then).
+        KeyError: No sheet of that name, no part for it, or a sparkline without ``xm:f`` or
+            ``xm:sqref`` (OSWorld raises there too).
+    """
+    with zipfile.ZipFile(path) as archive:
+        workbook = ElementTree.fromstring(archive.read("xl/workbook.xml"))
+        ids = {
+            sheet.get("name"): sheet.get("sheetId")
+            for sheet in workbook.findall(f"{_MAIN}sheets/{_MAIN}sheet")
+        }
+        sheet = ElementTree.fromstring(archive.read(f"xl/worksheets/sheet{ids[sheet_name]}.xml"))
+    found: dict[Any, Any] = {}
+    for sparkline in sheet.iter(f"{_X14}sparkline"):
+        parts = {child.tag: child for child in sparkline}
+        found[_xmltodict_leaf(parts[f"{_XM}sqref"])] = _xmltodict_leaf(parts[f"{_XM}f"])
+    return found

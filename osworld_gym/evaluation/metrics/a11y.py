@@ -1,9 +1,10 @@
 """Metrics over the desktop's accessibility tree (the XML the ``accessibility_tree`` getter reads).
 
 OSWorld's ``general.check_accessibility_tree`` and ``slides.check_left_panel``. Trees use
-OSWorld's namespace prefixes (``st``, ``attr``, ``cp``, ...); both the current URIs (those the
-guest server writes) and OSWorld's older ``uri:deskat:`` ones are understood. A ``None`` or
-unparsable tree scores 0. CSS selectors need the ``cssselect`` package.
+OSWorld's namespace prefixes (``st``, ``attr``, ``cp``, ...) bound to the URIs of its guest
+servers (Ubuntu's by default; the ``osname`` option picks Windows' or macOS'). A tree in
+OSWorld's older ``uri:deskat:`` namespaces matches no prefixed name, as in OSWorld. A ``None``
+or unparsable tree scores 0. CSS selectors need the ``cssselect`` package.
 """
 
 from __future__ import annotations
@@ -11,48 +12,44 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
+from xml.etree import ElementTree
 
-from osworld_gym.evaluation.metrics._deps import fuzz_ratio, require
+from osworld_gym.evaluation.metrics._deps import require
 
 logger = logging.getLogger(__name__)
 
-_CURRENT = {
-    "st": "https://accessibility.ubuntu.example.org/ns/state",
-    "attr": "https://accessibility.ubuntu.example.org/ns/attributes",
-    "cp": "https://accessibility.ubuntu.example.org/ns/component",
-    "doc": "https://accessibility.ubuntu.example.org/ns/document",
-    "docattr": "https://accessibility.ubuntu.example.org/ns/document/attributes",
-    "txt": "https://accessibility.ubuntu.example.org/ns/text",
-    "val": "https://accessibility.ubuntu.example.org/ns/value",
-    "act": "https://accessibility.ubuntu.example.org/ns/action",
-}
-_LEGACY = {
-    "st": "uri:deskat:state.at-spi.gnome.org",
-    "attr": "uri:deskat:attributes.at-spi.gnome.org",
-    "cp": "uri:deskat:component.at-spi.gnome.org",
-    "doc": "uri:deskat:document.at-spi.gnome.org",
-    "docattr": "uri:deskat:attributes.document.at-spi.gnome.org",
-    "txt": "uri:deskat:text.at-spi.gnome.org",
-    "val": "uri:deskat:value.at-spi.gnome.org",
-    "act": "uri:deskat:action.at-spi.gnome.org",
-}
-assert set(_CURRENT) == set(_LEGACY)
+
+def _namespaces(host: str, extra: Sequence[str]) -> dict[str, str]:
+    base = f"https://accessibility.{host}.example.org/ns"
+    paths = {"st": "state", "attr": "attributes", "cp": "component", "doc": "document"}
+    paths |= {"docattr": "document/attributes", "txt": "text", "val": "value"}
+    paths |= {"act": "action", "class": "class", "role": "role"}
+    core = ["st", "attr", "cp", "doc", "txt", "val", "act"]
+    return {prefix: f"{base}/{paths[prefix]}" for prefix in [*core, *extra]}
 
 
-def _parse(tree: str | bytes | None) -> tuple[Any, dict[str, str]] | None:
-    """The parsed tree and the namespace map it uses; ``None`` when it does not parse."""
+# OSWorld's prefix -> namespace maps, per guest operating system (``osname``).
+NAMESPACE_MAPS: Mapping[str, dict[str, str]] = {
+    "ubuntu": _namespaces("ubuntu", ["docattr"]),
+    "windows": _namespaces("windows", ["docattr", "class"]),
+    "macos": _namespaces("macos", ["role"]),
+}
+
+
+def _parse(tree: str | bytes | None) -> Any | None:
+    """The parsed tree, or ``None`` where OSWorld's parser fails.
+
+    Parsed as OSWorld parses it (lxml's default parser): text that declares its encoding in
+    an XML declaration is refused (lxml takes such documents only as bytes).
+    """
     if not tree:
         return None
     etree = require("lxml.etree")
-    parser = etree.XMLParser(huge_tree=True, resolve_entities=False, no_network=True)
-    data = tree.encode("utf-8") if isinstance(tree, str) else tree
     try:
-        root = etree.fromstring(data, parser=parser)
-    except etree.XMLSyntaxError as e:
+        return etree.fromstring(tree)
+    except (etree.XMLSyntaxError, ValueError) as e:
         logger.info("accessibility tree does not parse: %s", e)
         return None
-    legacy = _LEGACY["st"] in root.nsmap.values()
-    return root, dict(_LEGACY if legacy else _CURRENT)
 
 
 def _select(root: Any, rule: Mapping[str, Any], namespaces: dict[str, str]) -> list[Any]:
@@ -66,35 +63,47 @@ def _select(root: Any, rule: Mapping[str, Any], namespaces: dict[str, str]) -> l
 
 
 def _rule_score(elements: list[Any], rule: Mapping[str, Any]) -> float:
+    """1.0 without ``text``; else the best match of ``text`` among the elements' texts.
+
+    As in OSWorld, a rule with ``text`` must say ``exact`` (KeyError otherwise), and an
+    element without text is compared as ``None``: it equals no string, and its fuzzy ratio
+    is 0, even against ``""``.
+    """
     if "text" not in rule:
         return 1.0
     want = rule["text"]
-    if rule.get("exact", True):
-        return float(any((e.text or "") == want for e in elements))
-    return max(fuzz_ratio(e.text or "", want) / 100.0 for e in elements)
+    if rule["exact"]:
+        return float(any(want == (e.text or None) for e in elements))
+    ratio = require("rapidfuzz.fuzz").ratio
+    return max(0.0, *(ratio(want, e.text or None) / 100.0 for e in elements))
 
 
-def check_accessibility_tree(result: str | None, rules: Sequence[Mapping[str, Any]]) -> float:
+def check_accessibility_tree(
+    result: str | None, rules: Sequence[Mapping[str, Any]], osname: str = "ubuntu"
+) -> float:
     """Score an accessibility tree against element rules; every rule must find an element.
 
     Args:
         result: The tree's XML text.
         rules: A list of dicts, each with ``xpath`` (an XPath) or ``selectors`` (CSS
             selectors, joined with ``", "``; ``xpath`` wins when both are given), and
-            optionally ``text`` (the text a selected element must have) and ``exact``
+            optionally ``text`` (the text a selected element must have) with ``exact``
             (True: equality; False: best fuzzy ratio among the elements).
+        osname: Whose namespace URIs the prefixes stand for: ``ubuntu``, ``windows``,
+            ``macos``.
 
     Returns:
         0.0 when a rule selects nothing or the tree is missing or malformed; otherwise the
         product of the rules' scores (1.0 for rules without ``text``).
 
     Raises:
+        KeyError: Unknown ``osname``, or a rule with ``text`` but no ``exact``.
         ValueError: A rule has neither ``xpath`` nor ``selectors``.
     """
-    parsed = _parse(result)
-    if parsed is None:
+    namespaces = dict(NAMESPACE_MAPS[osname])
+    root = _parse(result)
+    if root is None:
         return 0.0
-    root, namespaces = parsed
     score = 1.0
     for rule in rules:
         elements = _select(root, rule, namespaces)
@@ -108,19 +117,14 @@ def check_accessibility_tree(result: str | None, rules: Sequence[Mapping[str, An
 def check_left_panel(result: str | None) -> float:
     """1 when LibreOffice Impress shows its slide panel (the left "Slides View" pane).
 
-    The pane is a ``document-frame`` named ``Slides View``. Trees in OSWorld's older format
-    marked it instead as a visible ``split-pane`` at parent coordinate ``(0, 0)`` inside a
-    ``root-pane``'s ``panel``; that form is accepted too.
+    The pane is a ``document-frame`` named ``Slides View``. The tree is read with the
+    standard library's parser, as OSWorld reads it.
     """
-    parsed = _parse(result)
-    if parsed is None:
+    if not result:
         return 0.0
-    root, namespaces = parsed
-    if any(frame.get("name") == "Slides View" for frame in root.iter("document-frame")):
-        return 1.0
-    parent_coord, visible = f"{{{namespaces['cp']}}}parentcoord", f"{{{namespaces['st']}}}visible"
-    for pane in root.iter("root-pane"):
-        for split in pane.iterfind(".//panel//split-pane"):
-            if split.get(parent_coord) == "(0, 0)" and split.get(visible):
-                return 1.0
-    return 0.0
+    try:
+        root = ElementTree.fromstring(result)
+    except ElementTree.ParseError as e:
+        logger.info("check_left_panel: the tree does not parse: %s", e)
+        return 0.0
+    return float(any(f.get("name") == "Slides View" for f in root.iter("document-frame")))

@@ -15,11 +15,19 @@ import os
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from osworld_gym.evaluation.metrics import docs, files, images, slides, table, vscode
+from osworld_gym.evaluation.metrics import (
+    audio_video,
+    docs,
+    files,
+    images,
+    slides,
+    table,
+    vscode,
+)
 from osworld_gym.evaluation.metrics._deps import fuzz_ratio, require
 
 logger = logging.getLogger(__name__)
@@ -88,6 +96,8 @@ _MEMBER_METRICS: dict[str, Callable[..., float]] = {
     "image": images.compare_images,
     "csv": files.compare_csv,
     "table": table.compare_table,
+    "audio": audio_video.compare_audios,
+    "video": audio_video.compare_videos,
 }
 ARCHIVE_FILE_TYPES = frozenset(_MEMBER_METRICS)
 
@@ -96,7 +106,7 @@ def _member_metric(file_type: str) -> Callable[..., float]:
     if file_type not in _MEMBER_METRICS:
         raise ValueError(
             f"compare_archive: unsupported file_type {file_type!r} "
-            f"(supported: {sorted(_MEMBER_METRICS)}; audio and video are not)"
+            f"(supported: {sorted(_MEMBER_METRICS)})"
         )
     return _MEMBER_METRICS[file_type]
 
@@ -108,8 +118,9 @@ def compare_archive(result: str | None, expected: str | None, **options: Any) ->
         result: Path of the archive the agent made.
         expected: Path of the reference archive.
         **options: ``file_path`` (folder inside the archives, ``""``), ``file_type``
-            (``text`` (default), ``pdf``, ``docx``, ``ppt``, ``image``, ``csv``, ``table``);
-            the rest is passed to the per-file metric.
+            (``text`` (default), ``pdf``, ``docx``, ``ppt``, ``image``, ``csv``, ``table``,
+            ``audio``, ``video``: the metric of that name scores each pair of files); the rest
+            is passed to the per-file metric.
 
     Returns:
         0.0 when the sorted file names differ or the folder is empty (OSWorld divides by the
@@ -172,11 +183,14 @@ def compare_zip_files(result: str | None, expected: str | None, **options: Any) 
     return 1.0
 
 
-def _epub_parts(path: str) -> list[tuple[str, str]]:
+def _epub_parts(path: str) -> list[tuple[str, str]] | None:
     """(member name, normalised text) pairs of an EPUB, sorted by name.
 
     The parts are ``toc.ncx`` without ``navPoint`` lines, ``content.opf`` without
-    ``dc:identifier`` lines (ids change on every export) and the pretty-printed ``.html`` files.
+    ``dc:identifier`` lines (ids change on every export) and the pretty-printed ``.html``
+    files. Empty for a file that is not a zip; ``None`` where OSWorld's reader fails: a part
+    that is not UTF-8, or an ``.html`` member inside a folder (OSWorld writes each part to a
+    scratch folder without creating subfolders).
     """
     parts: list[tuple[str, str]] = []
     try:
@@ -184,19 +198,24 @@ def _epub_parts(path: str) -> list[tuple[str, str]]:
             names = zf.namelist()
             for member, drop in (("toc.ncx", "navPoint"), ("content.opf", "dc:identifier")):
                 if member in names:
-                    lines = zf.read(member).decode("utf-8", errors="replace").splitlines()
+                    lines = zf.read(member).decode("utf-8").splitlines()
                     parts.append((member, "".join(f"{s}\n" for s in lines if drop not in s)))
             html = require("lxml.html")
             for member in names:
-                if member.endswith(".html"):
-                    raw = zf.read(member).decode("utf-8", errors="replace")
-                    tree = html.fromstring(raw.replace("\n", "").replace("\r", "").encode())
-                    parts.append(
-                        (member, html.tostring(tree, pretty_print=True, encoding="unicode"))
-                    )
+                if not member.endswith(".html"):
+                    continue
+                if "/" in member:
+                    logger.info("compare_epub: %s: %s is in a folder", path, member)
+                    return None
+                raw = zf.read(member).decode("utf-8")
+                tree = html.fromstring(raw.replace("\n", "").replace("\r", "").encode())
+                parts.append((member, html.tostring(tree, pretty_print=True, encoding="unicode")))
     except zipfile.BadZipFile as e:
         logger.info("compare_epub: %s is not an EPUB: %s", path, e)
         return []
+    except UnicodeDecodeError as e:
+        logger.info("compare_epub: %s has a part that is not UTF-8: %s", path, e)
+        return None
     return sorted(parts)
 
 
@@ -208,13 +227,17 @@ def compare_epub(result: str | None, expected: str | None) -> float:
     """Mean line similarity (difflib) of the EPUBs' normalised parts, paired in name order.
 
     Returns:
-        The mean over the result's parts; 0.0 when the result is missing or not a zip.
+        The mean over the result's parts; 0.0 when the result is missing or not a zip, or
+        where OSWorld's reader fails (see :func:`_epub_parts`).
     """
     if result is None or expected is None:
         return 0.0
-    got: Sequence[tuple[str, str]] = _epub_parts(result)
-    want: Sequence[tuple[str, str]] = _epub_parts(expected)
-    if not got:
+    try:
+        got, want = _epub_parts(result), _epub_parts(expected)
+    except OSError as e:  # a missing file: OSWorld fails
+        logger.info("compare_epub: cannot read %s or %s: %s", result, expected, e)
+        return 0.0
+    if not got or want is None:
         return 0.0
     total = sum(_line_ratio(a, b) for (_, a), (_, b) in zip(got, want, strict=False))
     return total / len(got)

@@ -79,11 +79,9 @@ def _paragraph_scores(p1s: list[str], p2s: list[str], options: dict[str, Any]) -
         return float(all(fold(a) == fold(b) for a, b in zip(p1s, p2s, strict=True)))
     if not p1s:
         return 1.0
-    threshold = options.get("fuzzy_match_threshold")
     total = 0.0
     for a, b in zip(p1s, p2s, strict=True):
-        similarity = fuzz_ratio(fold(a), fold(b)) / 100.0
-        total += float(similarity >= threshold) if threshold is not None else similarity
+        total += fuzz_ratio(fold(a), fold(b)) / 100.0
     return total / len(p1s)
 
 
@@ -101,8 +99,8 @@ def compare_docx_files(result: str | None, expected: str | None, **options: Any)
             * ``ignore_order`` (False): sort the paragraphs first;
             * ``delete_empty_lines`` (False): drop blank paragraphs first;
             * ``content_only`` (False): return the fuzzy similarity of the collapsed texts;
-            * ``fuzzy_match`` (False) and ``fuzzy_match_threshold`` (None): return a similarity
-              (or, with a threshold, whether it reaches it) instead of exact equality.
+            * ``fuzzy_match`` (False): return the similarity instead of exact equality (a
+              ``fuzzy_match_threshold`` is ignored, as OSWorld's code ignores it).
 
     Returns:
         1.0/0.0, or a similarity in [0, 1] with ``content_only`` / ``fuzzy_match``; 0.0 when a
@@ -125,9 +123,7 @@ def compare_docx_files(result: str | None, expected: str | None, **options: Any)
         return _paragraph_scores(p1s, p2s, options)
     text1, text2 = _joined(p1s, ignore_case), _joined(p2s, ignore_case)
     if options.get("fuzzy_match", False):
-        similarity = fuzz_ratio(text1, text2) / 100.0
-        threshold = options.get("fuzzy_match_threshold")
-        return float(similarity >= threshold) if threshold is not None else similarity
+        return fuzz_ratio(text1, text2) / 100.0
     return float(text1 == text2)
 
 

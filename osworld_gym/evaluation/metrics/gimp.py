@@ -31,7 +31,6 @@ _CONTRAST_SSIM = 0.65  # check_contrast_increase_and_structure_sim: contrast cha
 _DEFAULT_SSIM_OPTION = 0.85  # check_structure_sim_with_threshold's default ``ssim_threshold``
 _DEFAULT_MSE = 0.03  # check_brightness_decrease_and_structure_sim's default ``threshold``
 _TARGET_BRIGHTNESS = 128.0  # both images are scaled to this mean grey before the MSE check
-_PLAIN_MODES = ("L", "LA", "RGB", "RGBA")
 
 
 def load_images(*paths: str | None) -> list[Any] | None:
@@ -60,32 +59,33 @@ def similar(a: Any, b: Any, threshold: float = SSIM_THRESHOLD) -> bool:
     return ssim(np.asarray(a.convert("RGB")), np.asarray(b.convert("RGB"))) >= threshold
 
 
-def _plain(img: Any) -> Any:
-    # Statistics on palette indices or CMYK bands mean nothing; look at the colours instead.
-    return img if img.mode in _PLAIN_MODES else img.convert("RGB")
-
-
 def mean_brightness(img: Any) -> float:
-    """Mean grey level of the image in [0, 255]."""
+    """Mean grey level of the image in [0, 255] (its ``L`` conversion)."""
     np = require("numpy")
     return float(np.asarray(img.convert("L"), dtype=np.float64).mean())
 
 
 def _scaled_to_brightness(img: Any, target: float) -> Any:
-    """Every band multiplied so the mean grey becomes ``target``, truncated to 0..255."""
-    np = require("numpy")
-    pixels = np.asarray(img, dtype=np.float64) * (target / mean_brightness(img))
-    scaled = np.clip(np.floor(pixels), 0, 255).astype(np.uint8)
-    return require("PIL.Image").fromarray(scaled)  # 2-D: L; 2/3/4 bands: LA/RGB/RGBA
+    """Every band's value ``v`` mapped to ``int(v * target / brightness)``, kept in 0..255.
+
+    As OSWorld does it: a Pillow lookup table over the image as stored, so a palette image
+    has its palette indices scaled (not its colours), alpha is scaled too, and a 16-bit or
+    float image raises (Pillow takes only linear maps there).
+    """
+    factor = target / mean_brightness(img)
+    return img.point(lambda value: min(255, max(0, int(value * factor))))
 
 
 def _mse(a: Any, b: Any) -> float:
-    """Mean squared difference of RGB pixels in [0, 1], ``a`` resized to ``b``'s size."""
+    """Mean squared difference of RGB pixels in [0, 1], ``a`` resized to ``b``'s size.
+
+    Computed in float32, as OSWorld does, so a value at the threshold falls the same way.
+    """
     np = require("numpy")
     if a.size != b.size:
         a = a.resize(b.size, require("PIL.Image").Resampling.LANCZOS)
-    x = np.asarray(a.convert("RGB"), dtype=np.float64) / 255
-    y = np.asarray(b.convert("RGB"), dtype=np.float64) / 255
+    x = np.asarray(a.convert("RGB"), dtype=np.float32) / 255
+    y = np.asarray(b.convert("RGB"), dtype=np.float32) / 255
     return float(np.mean((x - y) ** 2))
 
 
@@ -94,8 +94,9 @@ def check_brightness_decrease_and_structure_sim(
 ) -> float:
     """1 when ``result`` is darker than ``expected`` and otherwise the same picture.
 
-    Both images are first scaled to the same mean brightness (128); "the same picture" then
-    means an RGB mean squared error (pixels in [0, 1]) below ``threshold``.
+    Both images are first scaled to the same mean brightness (128, see
+    :func:`_scaled_to_brightness`); "the same picture" then means an RGB mean squared error
+    (pixels in [0, 1]) below ``threshold``.
 
     Args:
         result: Path of the first image (the agent's, or the original in "brighten" tasks).
@@ -108,11 +109,15 @@ def check_brightness_decrease_and_structure_sim(
     images = load_images(result, expected)
     if images is None:
         return 0.0
-    first, second = (_plain(img) for img in images)
+    first, second = images
     b1, b2 = mean_brightness(first), mean_brightness(second)
     if b1 == 0 or b2 == 0:
         return 0.0
-    normalised = [_scaled_to_brightness(img, _TARGET_BRIGHTNESS) for img in (first, second)]
+    try:
+        normalised = [_scaled_to_brightness(img, _TARGET_BRIGHTNESS) for img in images]
+    except (TypeError, ValueError) as e:  # 16-bit or float pixels: no lookup table
+        logger.info("check_brightness_decrease_and_structure_sim: %s", e)
+        return 0.0
     return float(b1 < b2 and _mse(*normalised) < threshold)
 
 
@@ -140,13 +145,14 @@ def check_saturation_increase_and_structure_sim(result: str | None, expected: st
 def check_contrast_increase_and_structure_sim(result: str | None, expected: str | None) -> float:
     """1 when ``result`` has more contrast than ``expected`` and SSIM ≥ 0.65.
 
-    Contrast is the standard deviation of all pixel values (every band).
+    Contrast is the standard deviation of all pixel values as stored (every band; a palette
+    image's indices, as OSWorld reads them).
     """
     images = load_images(result, expected)
     if images is None:
         return 0.0
     np = require("numpy")
-    first, second = (_plain(img) for img in images)
+    first, second = images  # as stored: a palette image's indices, as in OSWorld
     contrast1 = float(np.asarray(first, dtype=np.float32).std())
     contrast2 = float(np.asarray(second, dtype=np.float32).std())
     return float(contrast1 > contrast2 and similar(first, second, _CONTRAST_SSIM))

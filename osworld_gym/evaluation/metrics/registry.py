@@ -208,8 +208,18 @@ FIXED_METRICS: Mapping[str, Metric] = MappingProxyType(
         # and fails on grey or palette images -> every pixel of any size and colour mode.
         "check_green_background": gimp_layout.check_green_background_fixed,
         # OSWorld never reads examine_shape_lenient_height (set by one task beside
-        # examine_shape: false) -> position and width compared, any height.
+        # examine_shape: false) nor examine_run_count (two tasks) -> position and width
+        # compared with any height; run counts not compared where a task says so.
         "compare_pptx_files": slides.compare_pptx_files_fixed,
+        # OSWorld's freeze rule compares the pane's top-left cell, which moves when the
+        # frozen view is scrolled -> the frozen row and column counts.
+        "compare_table": table.compare_table_fixed,
+        # OSWorld takes the master's second-to-last RGB colour and reads its hex one
+        # character late (C00000 is not red) -> the slide-number placeholder's colour.
+        "check_page_number_colors": slides_checks.check_page_number_colors_fixed,
+        # OSWorld pairs the two documents' nodes only up to the shorter one, so an empty
+        # exported file passes -> the documents must have as many nodes.
+        "compare_htmls": pdf_html.compare_htmls_fixed,
     }
 )
 
@@ -257,8 +267,8 @@ def unsupported_options(name: str, options: Mapping[str, Any] | None) -> list[st
     outside what is implemented raise ``ValueError`` at evaluation time.
 
     Example:
-        >>> unsupported_options("compare_table", {"rules": [{"type": "sparkline"}]})
-        ["compare_table rule type 'sparkline'"]
+        >>> unsupported_options("compare_table", {"rules": [{"type": "pie_chart"}]})
+        ["compare_table rule type 'pie_chart'"]
     """
     options = options or {}
     if name == "compare_table":

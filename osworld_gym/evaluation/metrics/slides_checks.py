@@ -15,7 +15,6 @@ from typing import Any
 from xml.etree import ElementTree
 
 from osworld_gym.evaluation.metrics._deps import require
-from osworld_gym.evaluation.metrics.slides import background_color
 
 logger = logging.getLogger(__name__)
 
@@ -26,8 +25,9 @@ _NS = {
 _OOR = "{http://openoffice.org/2001/registry}"
 _AUTOSAVE_ITEM = "/org.openoffice.Office.Common/Save/Document"
 _PICTURE = 13  # MSO_SHAPE_TYPE.PICTURE
+_FILL_SOLID, _FILL_BACKGROUND = 1, 5  # MSO_FILL_TYPE values
 _HALF_INCH = 457200  # EMU; check_image_stretch_and_center's tolerance
-_WHITE_DISTANCE = math.sqrt(3 * 255**2)  # the largest RGB distance
+_WHITE_DISTANCE = math.sqrt(255**2 + 255**2 + 255**2)  # the largest RGB distance
 _COLOUR_MARGIN = 50  # check_page_number_colors: a channel must beat the others by this much
 
 _COLOUR_TESTS: Mapping[str, Callable[[int, int, int], bool]] = {
@@ -56,7 +56,7 @@ def check_transition(result: str | None, rules: Mapping[str, Any]) -> float:
     """
     if not result:
         return 0.0
-    root = _zip_xml(result, f"ppt/slides/slide{int(rules['slide_idx']) + 1}.xml")
+    root = _zip_xml(result, f"ppt/slides/slide{rules['slide_idx'] + 1}.xml")
     if root is None:
         return 0.0
     transition = root.find(".//p:transition", _NS)
@@ -68,8 +68,10 @@ def check_transition(result: str | None, rules: Mapping[str, Any]) -> float:
 def check_auto_saving_time(result: str | None, rules: Mapping[str, Any]) -> float:
     """1 when LibreOffice's auto-save interval (``registrymodifications.xcu``) is ``minutes``.
 
-    The value is the ``AutoSaveTimeIntervall`` property of the
-    ``/org.openoffice.Office.Common/Save/Document`` item (the last one wins).
+    The value is the first ``AutoSaveTimeIntervall`` property of each
+    ``/org.openoffice.Office.Common/Save/Document`` item (the last such item wins), compared
+    as an integer with ``rules["minutes"]``. As in OSWorld, a property without a value or
+    with one that is not an integer raises.
     """
     if not result:
         return 0.0
@@ -79,26 +81,47 @@ def check_auto_saving_time(result: str | None, rules: Mapping[str, Any]) -> floa
         logger.info("check_auto_saving_time: cannot read %s: %s", result, e)
         return 0.0
     interval = None
-    for item in root.iter("item"):
+    for item in root.iterfind(".//item"):
         if item.get(f"{_OOR}path") != _AUTOSAVE_ITEM:
             continue
-        for prop in item.iter("prop"):
-            value = prop.find("value")
-            if prop.get(f"{_OOR}name") == "AutoSaveTimeIntervall" and value is not None:
+        for prop in item.iterfind(".//prop"):
+            if prop.get(f"{_OOR}name") == "AutoSaveTimeIntervall":
+                value = prop.find(".//value")
+                if value is None:
+                    raise ValueError("AutoSaveTimeIntervall has no value")
                 interval = value.text
-    try:
-        return float(interval is not None and int(interval) == int(rules["minutes"]))
-    except ValueError:
+                break
+    if interval is None:
         return 0.0
+    return float(int(interval) == rules["minutes"])
 
 
-def _distance_to(colour: Any, rgb: tuple[int, ...], original: tuple[int, ...] | None) -> float:
-    """Normalised RGB distance of a background colour to ``rgb``; 1 for unchanged or unknown."""
-    if not isinstance(colour, tuple) or len(colour) != 3:  # no fill, theme colour
+def _fill_rgb(fill: Any) -> Any:
+    """A solid fill's RGB colour; ``None`` for a theme colour or one that cannot be read."""
+    try:
+        color = fill.fore_color
+        return color.rgb if hasattr(color, "rgb") else None
+    except Exception:  # noqa: BLE001 - OSWorld reads any failure as no colour
+        return None
+
+
+def _slide_distance(slide: Any, rgb: Any, original: Any) -> float:
+    """Normalised RGB distance of the slide's background to ``rgb``; 1 when unknown/unchanged."""
+    fill = slide.background.fill
+    if fill.type == _FILL_BACKGROUND:
+        fill = slide.slide_layout.slide_master.background.fill
+    if fill.type != _FILL_SOLID:
         return 1.0
-    if original is not None and tuple(colour) == original:
+    colour = _fill_rgb(fill)
+    if colour is None:
         return 1.0
-    return math.dist(colour, rgb) / _WHITE_DISTANCE
+    r1, g1, b1 = colour
+    r2, g2, b2 = rgb
+    if original is not None:
+        r3, g3, b3 = original
+        if r1 == r3 and g1 == g3 and b1 == b3:
+            return 1.0
+    return math.sqrt((r1 - r2) ** 2 + (g1 - g2) ** 2 + (b1 - b2) ** 2) / _WHITE_DISTANCE
 
 
 def evaluate_presentation_fill_to_rgb_distance(
@@ -128,10 +151,9 @@ def evaluate_presentation_fill_to_rgb_distance(
         return 0.0
     if not slides:
         return 0.0
-    rgb = tuple(rules["rgb"])
-    original = tuple(rules["original_rgb"]) if rules.get("original_rgb") is not None else None
-    distances = [_distance_to(background_color(slide), rgb, original) for slide in slides]
-    return 1.0 - sum(distances) / len(distances)
+    rgb = rules["rgb"]
+    original = rules.get("original_rgb")
+    return 1 - sum(_slide_distance(slide, rgb, original) for slide in slides) / len(slides)
 
 
 def check_image_stretch_and_center(result: str | None, expected: str | None) -> float:
@@ -189,12 +211,11 @@ def _hex_rgb(value: str | None) -> tuple[int, int, int] | None:
 
 
 def _slide_number_colour(master: ElementTree.Element) -> str | None:
-    """The colour of the master's slide-number placeholder, else OSWorld's fallback.
+    """The colour of the master's slide-number placeholder, else a fallback.
 
-    OSWorld's own lookup ends at its fallback (its search under the empty ``p:ph`` element
-    never finds a colour): the last non-black run colour on the master. The placeholder
-    shape's explicit colour is read first here, so a master whose slide number is set to
-    black while other text is red is not taken for red.
+    The fallback is the last non-black run colour on the master (then the last non-black
+    colour of any kind); the placeholder shape's explicit colour is read first, so a master
+    whose slide number is set to black while other text is red is not taken for red.
     """
     for shape in master.iter(f"{{{_NS['p']}}}sp"):
         placeholder = shape.find("p:nvSpPr/p:nvPr/p:ph", _NS)
@@ -213,8 +234,44 @@ def _slide_number_colour(master: ElementTree.Element) -> str | None:
     return all_colours[-1] if all_colours else None
 
 
+def _shifted_channels(value: str) -> tuple[int, int, int]:
+    """OSWorld's reading of a colour value: characters 1-2, 3-4 and 5-6 as hex channels.
+
+    It expects ``#RRGGBB``; the master's ``val`` has no ``#``, so each channel is read one
+    character late (``"FF0000"`` -> 240, 0, 0). A value too short for that raises.
+    """
+    return int(value[1:3], 16), int(value[3:5], 16), int(value[5:7], 16)
+
+
 def check_page_number_colors(result: str | None, rules: Mapping[str, Any]) -> float:
+    """1 when the colour OSWorld takes for the slide numbers is ``rules["color"]``.
+
+    As OSWorld's code does: the second-to-last ``a:srgbClr`` under an ``a:solidFill`` of
+    ``ppt/slideMasters/slideMaster1.xml``, its ``val`` read one character late (see
+    :func:`_shifted_channels`); ``"red"``, ``"green"``, ``"blue"``: that channel exceeds the
+    other two by more than 50; ``"black"``: every channel below 50; any other name passes.
+    A master with fewer than two such colours raises.
+    """
+    if not result:
+        return 0.0
+    master = _zip_xml(result, "ppt/slideMasters/slideMaster1.xml")
+    if master is None:
+        raise ValueError(f"check_page_number_colors: no slide master in {result}")
+    colours = master.findall(".//a:solidFill//a:srgbClr", _NS)
+    value = colours[-2].get("val")
+    if value is None:
+        return 0.0
+    wanted = rules["color"]
+    test = _COLOUR_TESTS.get(wanted) if isinstance(wanted, str) else None
+    return 1.0 if test is None else float(test(*_shifted_channels(value)))
+
+
+def check_page_number_colors_fixed(result: str | None, rules: Mapping[str, Any]) -> float:
     """1 when the slide numbers on the first slide master are ``rules["color"]``.
+
+    The colour of the master's slide-number placeholder, else the last non-black run colour
+    of the master, read as ``RRGGBB`` (OSWorld reads the second-to-last colour of the master,
+    one character late).
 
     Args:
         result: Path of the ``.pptx``.

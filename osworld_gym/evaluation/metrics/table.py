@@ -20,16 +20,18 @@ position), ``"RI<n>"``/``"RN<name>"`` (result by position/name) and ``"EI<n>"``/
 * ``style`` — the listed style ``props`` of every cell, conditional formats applied;
 * ``freeze``, ``zoom`` (``method``/``ref`` on the zoom percentage), ``data_validation``
   (``dv_props``), ``row_props``/``col_props`` (``props``), ``filter``, ``pivot_table``
-  (``pivot_props``), ``chart`` (``chart_props``).
+  (``pivot_props``), ``chart`` (``chart_props``), ``sparkline`` (cell -> data range of the
+  sheets' sparklines).
 
-Not supported: ``sparkline`` (no OSWorld task uses it) and conditional formats other than
-``cellIs`` with constant operands (see :mod:`.table_props`).
+Not supported: conditional formats other than ``cellIs`` with constant operands (see
+:mod:`.table_props`), which OSWorld evaluates with the ``formulas`` engine.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -37,7 +39,7 @@ from typing import Any, Literal
 from osworld_gym.evaluation.metrics import table_props
 from osworld_gym.evaluation.metrics._deps import fuzz_ratio, require
 from osworld_gym.evaluation.metrics._rules import match_value_to_rule
-from osworld_gym.evaluation.metrics._xlsx import RawXlsxReader
+from osworld_gym.evaluation.metrics._xlsx import RawXlsxReader, sparklines
 from osworld_gym.evaluation.metrics.files import read_lines_any_encoding
 
 logger = logging.getLogger(__name__)
@@ -52,27 +54,39 @@ _PREFIXES: Mapping[str, tuple[Side, bool]] = {
 
 
 class _Books:
-    """The result and expected workbooks of one ``compare_table`` call, loaded on demand."""
+    """The result and expected workbooks of one ``compare_table`` call.
+
+    Both books are opened up front, with openpyxl and as pandas ``ExcelFile`` objects, as
+    OSWorld opens them: a result that does not open scores 0, an expected book that does not
+    open raises. Sheet names (for positions and ``sheet_name``) are pandas' (worksheets only).
+    """
 
     def __init__(self, result: str, expected: str | None) -> None:
         self.paths: dict[Side, str | None] = {"result": result, "expected": expected}
         self._workbooks: dict[Side, Any] = {}
         self._frames: dict[Side, Any] = {}
+        self._names: dict[Side, list[str] | None] = {"result": None, "expected": None}
         self._raw: dict[Side, RawXlsxReader] = {}
 
+    def open(self, side: Side) -> None:
+        """Load one book with openpyxl and pandas (exceptions propagate)."""
+        path = self.paths[side]
+        if path is None:
+            return
+        self._workbooks[side] = require("openpyxl").load_workbook(path)
+        self._frames[side] = require("pandas").ExcelFile(path)
+        self._names[side] = list(self._frames[side].sheet_names)
+
     def workbook(self, side: Side) -> Any:
-        if side not in self._workbooks:
-            path = self.paths[side]
-            openpyxl = require("openpyxl")
-            self._workbooks[side] = None if path is None else openpyxl.load_workbook(path)
+        if self.paths[side] is None:
+            raise ValueError(f"compare_table: a rule reads the {side} book, which is missing")
         return self._workbooks[side]
 
     def sheet_names(self, side: Side) -> list[str] | None:
-        book = self.workbook(side)
-        return None if book is None else list(book.sheetnames)
+        return self._names[side]
 
     def resolve(self, index: int | str) -> tuple[Side, str]:
-        """OSWorld's sheet index → (which book, sheet name); an unknown position gives ``""``."""
+        """OSWorld's sheet index -> (which book, sheet name); a bad position gives ``""``."""
         if isinstance(index, int):
             side, position = "result", index
         else:
@@ -81,8 +95,14 @@ class _Books:
             side, by_position = _PREFIXES[index[:2]]
             if not by_position:
                 return side, index[2:]
-            position = int(index[2:])
-        names = self.sheet_names(side) or []
+            try:
+                position = int(index[2:])
+            except ValueError:
+                logger.info("sheet index %r is no position", index)
+                return side, ""
+        names = self.sheet_names(side)
+        if names is None or (isinstance(index, int) and position >= len(names)):
+            return side, ""
         try:
             return side, names[position]
         except IndexError:
@@ -90,20 +110,21 @@ class _Books:
             return side, ""
 
     def worksheet(self, index: int | str) -> Any:
+        """The openpyxl sheet, ``None`` when the book has no such sheet."""
         side, name = self.resolve(index)
         book = self.workbook(side)
-        return None if book is None or name not in book.sheetnames else book[name]
+        return book[name] if name in book.sheetnames else None
 
     def frame(self, index: int | str) -> Any:
+        """The sheet as a pandas frame, ``None`` when it cannot be read."""
         side, name = self.resolve(index)
-        if self.paths[side] is None:
-            return None
+        self.workbook(side)
         pandas = require("pandas")
-        if side not in self._frames:
-            self._frames[side] = pandas.ExcelFile(self.paths[side])
         try:
             return pandas.read_excel(self._frames[side], name)
-        except (ValueError, KeyError) as e:  # no such sheet
+        except ImportError:
+            raise
+        except Exception as e:  # no such sheet, unreadable: OSWorld reads None
             logger.info("cannot read sheet %r as a frame: %s", name, e)
             return None
 
@@ -114,19 +135,22 @@ class _Books:
         self._frames.clear()
 
     def raw(self, side: Side) -> RawXlsxReader:
+        path = self.paths[side]
+        if path is None:
+            raise ValueError(f"compare_table: a rule reads the {side} book, which is missing")
         if side not in self._raw:
-            self._raw[side] = RawXlsxReader(self.paths[side] or "")
+            self._raw[side] = RawXlsxReader(path)
         return self._raw[side]
 
     def value(self, index: int | str, coordinate: str) -> Any:
         side, name = self.resolve(index)
-        return None if self.paths[side] is None else self.raw(side).value(name, coordinate)
+        return self.raw(side).value(name, coordinate)
 
     def printed_lines(self, index: int | str) -> list[str] | None:
         side, name = self.resolve(index)
         path = self.paths[side]
         if path is None:
-            return None
+            raise ValueError(f"compare_table: a rule reads the {side} book, which is missing")
         csv_path = f"{os.path.splitext(path)[0]}-{name}.csv"
         try:
             lines = [line.strip() for line in read_lines_any_encoding(csv_path)]
@@ -148,16 +172,20 @@ def _check_sheet_name(books: _Books, rule: Mapping[str, Any]) -> bool:
 def _check_sheet_data(books: _Books, rule: Mapping[str, Any]) -> bool:
     precision = rule.get("precision", 4)
     first = books.frame(rule["sheet_idx0"])
+    if first is None:
+        return False
     second = books.frame(rule["sheet_idx1"])
-    if first is None or second is None:
+    if second is None:
         return False
     return bool(first.round(precision).equals(second.round(precision)))
 
 
 def _check_sheet_print(books: _Books, rule: Mapping[str, Any]) -> bool:
     first = books.printed_lines(rule["sheet_idx0"])
+    if first is None:
+        return False
     second = books.printed_lines(rule["sheet_idx1"])
-    if first is None or second is None:
+    if second is None:
         return False
     if rule.get("ignore_case", False):
         first, second = [s.lower() for s in first], [s.lower() for s in second]
@@ -208,25 +236,42 @@ def _cell_value_or_none(books: _Books, index: int | str, coordinate: str) -> Any
     """A cell's stored value; ``None`` where reading it fails (OSWorld's ``check_cell`` rule)."""
     try:
         return books.value(index, coordinate)
-    except (IndexError, TypeError) as e:  # a broken shared-string index or number cell
+    except Exception as e:  # noqa: BLE001 - a broken book reads as no value, as in OSWorld
         logger.info("check_cell %s: cannot read the value: %s", coordinate, e)
         return None
 
 
-def _check_cell(books: _Books, rule: Mapping[str, Any]) -> bool:
-    sheet = books.worksheet(rule["sheet_idx"])
-    if sheet is None:
-        return False
+def _style_or_none(prop: str, cell: Any) -> Any:
+    """A cell's style property; ``None`` where reading it fails (unknown property included)."""
     try:
+        return table_props.read_cell_style(prop, cell)
+    except Exception as e:  # noqa: BLE001 - OSWorld's check_cell reads None on any failure
+        logger.info("check_cell: cannot read %s: %s", prop, e)
+        return None
+
+
+def _matches(value: Any, rule: Mapping[str, Any]) -> bool:
+    """:func:`match_value_to_rule`, but ``str_*_eq`` need a string value (OSWorld strips it)."""
+    if rule.get("method") in ("str_list_eq", "str_set_eq") and not isinstance(value, str):
+        raise TypeError(f"{rule['method']} needs a text value, got {type(value).__name__}")
+    return match_value_to_rule(value, rule)
+
+
+def _check_cell(books: _Books, rule: Mapping[str, Any]) -> bool:
+    """One cell's ``props``; any failure on the way (sheet, coordinate, rule) scores it 0."""
+    try:
+        sheet = books.worksheet(rule["sheet_idx"])
+        if sheet is None:
+            return False
         cell = sheet[rule["coordinate"]]
         for prop, value_rule in rule["props"].items():
             if prop == "value":
                 value = _cell_value_or_none(books, rule["sheet_idx"], rule["coordinate"])
             else:
-                value = table_props.read_cell_style(prop, cell)
-            if not match_value_to_rule(value, value_rule):
+                value = _style_or_none(prop, cell)
+            if not _matches(value, value_rule):
                 return False
-    except (TypeError, ValueError, AttributeError, KeyError) as e:
+    except Exception as e:  # noqa: BLE001 - OSWorld scores a check_cell that fails 0
         logger.info("check_cell %s: %s", rule.get("coordinate"), e)
         return False
     return True
@@ -254,9 +299,23 @@ def _check_style(books: _Books, rule: Mapping[str, Any]) -> bool:
 
 
 def _check_freeze(books: _Books, rule: Mapping[str, Any]) -> bool:
+    """Openpyxl's ``freeze_panes`` (the pane's top-left cell) of both sheets, as OSWorld."""
     first = books.worksheet(rule["sheet_idx0"])
+    if first is None:
+        return False
     second = books.worksheet(rule["sheet_idx1"])
-    if first is None or second is None:
+    if second is None:
+        return False
+    return bool(first.freeze_panes == second.freeze_panes)
+
+
+def _check_freeze_fixed(books: _Books, rule: Mapping[str, Any]) -> bool:
+    """The frozen rows and columns of both sheets, wherever the view was scrolled."""
+    first = books.worksheet(rule["sheet_idx0"])
+    if first is None:
+        return False
+    second = books.worksheet(rule["sheet_idx1"])
+    if second is None:
         return False
     return table_props.freeze_key(first) == table_props.freeze_key(second)
 
@@ -265,7 +324,7 @@ def _check_zoom(books: _Books, rule: Mapping[str, Any]) -> bool:
     sheet = books.worksheet(rule["sheet_idx"])
     if sheet is None:
         return False
-    return match_value_to_rule(sheet.sheet_view.zoomScale or 100.0, rule)
+    return _matches(sheet.sheet_view.zoomScale or 100.0, rule)
 
 
 def _check_data_validation(books: _Books, rule: Mapping[str, Any]) -> bool:
@@ -281,10 +340,7 @@ def _check_data_validation(books: _Books, rule: Mapping[str, Any]) -> bool:
     if len(validations) < len(wanted):
         return False
     return all(
-        any(
-            all(match_value_to_rule(getattr(dv, attr), r) for attr, r in props.items())
-            for props in wanted
-        )
+        any(all(_matches(getattr(dv, attr), r) for attr, r in props.items()) for props in wanted)
         for dv in validations
     )
 
@@ -309,6 +365,22 @@ def _check_col_props(books: _Books, rule: Mapping[str, Any]) -> bool:
     return _both(books, rule, lambda ws: table_props.load_dimensions(ws, "column", props))
 
 
+def _check_sparklines(books: _Books, rule: Mapping[str, Any]) -> bool:
+    """The sparklines (cell -> data range) of both sheets, read from the packages' XML."""
+    found = []
+    for key in ("sheet_idx0", "sheet_idx1"):
+        side, name = books.resolve(rule[key])
+        path = books.paths[side]
+        if path is None:
+            raise ValueError(f"compare_table: a rule reads the {side} book, which is missing")
+        try:
+            found.append(sparklines(path, name))
+        except zipfile.BadZipFile as e:  # OSWorld reads no sparklines from a broken zip
+            logger.info("sparkline: %s: %s", path, e)
+            found.append({})
+    return found[0] == found[1]
+
+
 def _check_filter(books: _Books, rule: Mapping[str, Any]) -> bool:
     return _both(books, rule, table_props.load_filter)
 
@@ -328,6 +400,7 @@ _RULE_CHECKS: Mapping[str, Check] = {
     "row_props": _check_row_props,
     "col_props": _check_col_props,
     "filter": _check_filter,
+    "sparkline": _check_sparklines,
 }
 SUPPORTED_RULES = frozenset(_RULE_CHECKS)
 
@@ -345,21 +418,45 @@ def compare_table(result: str | None, expected: str | None = None, **options: An
         1.0 when every rule passes; 0.0 when one fails or the result is missing or unreadable.
 
     Raises:
-        ValueError: A rule type or sheet index this implementation does not know.
+        ValueError: A rule type or sheet index this implementation does not know, or a rule
+            that reads the expected book when there is none (OSWorld raises there too).
     """
+    return _compare(result, expected, options, _RULE_CHECKS)
+
+
+def compare_table_fixed(result: str | None, expected: str | None = None, **options: Any) -> float:
+    """:func:`compare_table` whose ``freeze`` rule ignores where the view was scrolled.
+
+    OSWorld compares openpyxl's ``freeze_panes``, the pane's top-left cell, which LibreOffice
+    saves where the frozen view was scrolled to: a correctly frozen sheet fails when the user
+    scrolled before saving. This compares the frozen row and column counts instead.
+    """
+    return _compare(result, expected, options, _FIXED_RULE_CHECKS)
+
+
+_FIXED_RULE_CHECKS: Mapping[str, Check] = {**_RULE_CHECKS, "freeze": _check_freeze_fixed}
+
+
+def _compare(
+    result: str | None,
+    expected: str | None,
+    options: Mapping[str, Any],
+    checks: Mapping[str, Check],
+) -> float:
     if result is None or not Path(result).exists():
         return 0.0
     books = _Books(result, expected)
     try:
-        books.workbook("result")
-    except ImportError:
-        raise  # a missing library is an installation problem, never a score
-    except Exception as e:  # any unreadable agent output scores 0, as in OSWorld
-        logger.info("compare_table: cannot open result %s: %s", result, e)
-        return 0.0
-    try:
+        try:
+            books.open("result")
+        except ImportError:
+            raise  # a missing library is an installation problem, never a score
+        except Exception as e:  # any unreadable agent output scores 0, as in OSWorld
+            logger.info("compare_table: cannot open result %s: %s", result, e)
+            return 0.0
+        books.open("expected")  # an unreadable reference raises, as in OSWorld
         for rule in options["rules"]:
-            check = _RULE_CHECKS.get(rule["type"])
+            check = checks.get(rule["type"])
             if check is None:
                 raise ValueError(
                     f"compare_table: unsupported rule type {rule['type']!r} "

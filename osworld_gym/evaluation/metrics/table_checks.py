@@ -7,8 +7,6 @@ missing or unreadable workbook scores 0.
 from __future__ import annotations
 
 import logging
-import re
-import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,26 +17,19 @@ logger = logging.getLogger(__name__)
 _CITY_RANGE = "C2:C22"  # the task's city column, below its header
 
 
-def normalise_city(value: Any) -> str:
-    """Lower case, accents removed, runs of other characters turned into one space.
-
-    Example:
-        >>> normalise_city("  Montréal, QC ")
-        'montreal qc'
-        >>> normalise_city(None)
-        ''
-    """
-    if value is None:
-        return ""
-    decomposed = unicodedata.normalize("NFKD", str(value))
-    text = "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
-    return re.sub(r"[^a-z0-9]+", " ", text).strip()
-
-
 def _city_matches(actual: Any, accepted: Any) -> bool:
-    candidates = [accepted] if isinstance(accepted, str) else list(accepted)
-    got = normalise_city(actual)
-    return any(normalise_city(c) and normalise_city(c) in got for c in candidates)
+    """Whether the cell text contains the city (or one of a list of spellings), as written.
+
+    The comparison is OSWorld's: a plain, case-sensitive substring test; a cell that is not
+    text, or an entry that is neither text nor a list, fails.
+    """
+    if not isinstance(actual, str):
+        return False
+    if isinstance(accepted, str):
+        return accepted in actual
+    if isinstance(accepted, list):
+        return any(isinstance(c, str) and c in actual for c in accepted)
+    return False
 
 
 def compare_conference_city_in_order(result: str | None, rules: Mapping[str, Any]) -> float:
@@ -47,8 +38,8 @@ def compare_conference_city_in_order(result: str | None, rules: Mapping[str, Any
     Args:
         result: Path of the ``.xlsx``.
         rules: ``expected``: one entry per row, a city or a list of accepted spellings; a
-            cell passes when one spelling, normalised (:func:`normalise_city`), occurs in
-            the normalised cell text.
+            cell passes when it is text containing the city (one spelling), case and accents
+            as written.
 
     Returns:
         1.0 or 0.0; 0.0 also when the list has fewer entries than the range has rows.

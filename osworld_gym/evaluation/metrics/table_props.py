@@ -9,6 +9,7 @@ are equal. The property names are OSWorld's (``chart_props``, ``pivot_props``, `
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -17,8 +18,11 @@ from osworld_gym.evaluation.metrics._xlsx import RawXlsxReader
 
 logger = logging.getLogger(__name__)
 
-# OSWorld stops testing a conditional-format range after this many empty cells in a row.
+# OSWorld stops testing a conditional-format range after this many empty cells (not reset by
+# the filled ones in between, despite the name of its counter).
 _MAX_EMPTY_CF_CELLS = 50
+# Absolute references in a conditional format: a cell ($B$2) or a range ($A$1:$B$2).
+_ABSOLUTE_REFERENCE = re.compile(r"\$[A-Z]{1,3}\$\d+(:\$[A-Z]{1,3}\$\d+)?")
 
 
 _FONT_ATTRIBUTES = {
@@ -47,25 +51,29 @@ def read_cell_style(name: str, cell: Any, diff_style: Any = None) -> Any:
 
     Raises:
         ValueError: Unknown property name.
+        AttributeError: A font property of a cell (or conditional format) without that font
+            part, or the number format of a conditional format without one (as in OSWorld).
     """
     source = diff_style if diff_style is not None else cell
     has_value = cell.value is not None
+    if name == "number_format":
+        if not has_value or cell.data_type != "n":
+            return None
+        # A conditional format without a number format raises here, as in OSWorld.
+        return cell.number_format if diff_style is None else diff_style.numFmt.formatCode
+    if name in _FONT_ATTRIBUTES:
+        if not has_value:
+            return None
+        # No font (a conditional format's) or no colour raises AttributeError, as in OSWorld.
+        value = getattr(source.font, _FONT_ATTRIBUTES[name])
+        return value.rgb if name == "font_color" else value
     try:
-        if name == "number_format":
-            if not has_value or cell.data_type != "n":
-                return None
-            return cell.number_format if diff_style is None else diff_style.numFmt.formatCode
-        if name in _FONT_ATTRIBUTES:
-            if not has_value:
-                return None
-            value = getattr(source.font, _FONT_ATTRIBUTES[name])
-            return value.rgb if name == "font_color" else value
         if name == "fill_type":
             return source.fill.tagname
         if name in ("bgcolor", "fgcolor"):
             # A conditional format paints with bgColor; a plain cell fill keeps it in fgColor.
             return diff_style.fill.bgColor.rgb if diff_style is not None else cell.fill.fgColor.rgb
-    except AttributeError:  # no font / fill / colour defined
+    except AttributeError:  # no fill / colour defined
         return None
     if name == "hyperlink":
         return (cell.hyperlink or "") if has_value else None
@@ -87,6 +95,8 @@ def _literal(formula: str) -> Any:
     text = formula.strip()
     if len(text) >= 2 and text[0] == text[-1] == '"':
         return text[1:-1].replace('""', '"')
+    if text.upper() in ("TRUE", "FALSE"):
+        return text.upper() == "TRUE"
     return float(text)
 
 
@@ -119,6 +129,10 @@ def _conditional_styles(ws: Any, raw: RawXlsxReader, props: Sequence[str]) -> di
     styles: dict[str, list] = {}
     for fmt in ws.conditional_formatting:
         for rule in fmt.rules:
+            for formula in rule.formula:
+                if any(not m.group(1) for m in _ABSOLUTE_REFERENCE.finditer(formula)):
+                    # OSWorld turns "$B$2" into the range "B2:" and fails on it.
+                    raise ValueError(f"conditional format formula {formula!r}: B2: is no range")
             if rule.type != "cellIs":
                 logger.debug("conditional format type %r is not evaluated", rule.type)
                 continue
@@ -192,7 +206,7 @@ def _chart_info(chart: Any, props: set[str]) -> dict[str, Any]:
     if "type" in props:
         info["type"] = chart.tagname
     if "direction" in props:
-        info["direction"] = getattr(chart, "barDir", None)
+        info["direction"] = chart.barDir  # a chart other than a bar chart raises, as in OSWorld
     for axis in ("x", "y", "z"):
         if f"{axis}title" in props:
             info[f"{axis}title"] = _rich_title(
