@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -13,11 +15,14 @@ import pytest
 pytest.importorskip("openpyxl")
 pytest.importorskip("pandas")
 
-from openpyxl.formatting.rule import CellIsRule  # noqa: E402
+import openpyxl  # noqa: E402
+from openpyxl.formatting.rule import CellIsRule, FormulaRule, Rule  # noqa: E402
 from openpyxl.styles import Font, PatternFill  # noqa: E402
+from openpyxl.styles.differential import DifferentialStyle  # noqa: E402
 from table_fixtures import (  # noqa: E402
     DATA,
     RED,
+    ROWS,
     Mutator,
     book,
     compare_table,
@@ -25,6 +30,10 @@ from table_fixtures import (  # noqa: E402
     score,
     set_cell,
 )
+
+from osworld_gym.errors import DependencyNotInstalled  # noqa: E402
+from osworld_gym.evaluation.metrics._xlsx import RawXlsxReader  # noqa: E402
+from osworld_gym.evaluation.metrics.table_props import load_styles  # noqa: E402
 
 # --- sheet data, names, printed values -------------------------------------------------------
 
@@ -236,6 +245,169 @@ def test_style_applies_conditional_formats(tmp_path: Path) -> None:
     assert score(paths, STYLE) == 1.0
     wrong = pair(tmp_path, result=red_when_above_5, expected=fill_red(["B3"]))
     assert score(wrong, STYLE) == 0.0
+
+
+# --- conditional formats with formulas (evaluated with `formulas`, as OSWorld does) -----------
+
+# Monday 2024-01-01 to Wednesday 2024-01-10: A7 (Saturday) and A8 (Sunday) are the weekend.
+CALENDAR: list[list[Any]] = [
+    ["Date", "Value"],
+    *[
+        [datetime.date(2024, 1, 1) + datetime.timedelta(days=i), v]
+        for i, v in enumerate([3, 8, 1, 5, 12, 7, 2, 9, 4, 6])
+    ],
+]
+BLUE = "FF0000FF"
+
+
+def when(formula: str, cells: str = "B2:B4", colour: str = RED) -> Mutator:
+    """An ``expression`` conditional format painting ``cells`` where ``formula`` holds."""
+
+    def _add(ws: Any) -> None:
+        fill = PatternFill(bgColor=colour)
+        ws.conditional_formatting.add(cells, FormulaRule(formula=[formula], fill=fill))
+
+    return _add
+
+
+def rule_of(kind: str, formula: list[str], cells: str = "B2:B4", **fields: Any) -> Mutator:
+    """A conditional format of another type (blue fill)."""
+
+    def _add(ws: Any) -> None:
+        dxf = DifferentialStyle(fill=PatternFill(bgColor=BLUE))
+        ws.conditional_formatting.add(cells, Rule(type=kind, formula=formula, dxf=dxf, **fields))
+
+    return _add
+
+
+def both(*mutators: Mutator) -> Mutator:
+    def _all(ws: Any) -> None:
+        for mutate in mutators:
+            mutate(ws)
+
+    return _all
+
+
+def painted(tmp_path: Path, result: Mutator, rows: list[list[Any]] = ROWS) -> dict[str, Any]:
+    """The bgcolor of every cell ``result``'s conditional formats paint (others left out)."""
+    path = book(tmp_path / "cf.xlsx", rows=rows, mutate=result)
+    ws = openpyxl.load_workbook(path).worksheets[0]
+    styles = load_styles(ws, RawXlsxReader(path), ["bgcolor"])
+    return {c: v[0] for c, v in styles.items() if v[0] not in (None, "00000000")}
+
+
+@pytest.mark.parametrize(
+    ("formula", "cells", "rows", "expected"),
+    [
+        pytest.param("B2>5", "B2:B4", ROWS, ["B3", "B4"], id="above"),
+        # The highest value (21ab7b40): the absolute range is fed as a list of its values.
+        pytest.param("B2=MAX($B$2:$B$4)", "B2:B4", ROWS, ["B4"], id="max"),
+        pytest.param("B2>AVERAGE($B$2:$B$4)", "B2:B4", ROWS, ["B3", "B4"], id="average"),
+        # Weekends (8b1ce5f2): the date's serial number goes to WEEKDAY.
+        pytest.param("WEEKDAY(A2,2)>5", "A2:A11", CALENDAR, ["A7", "A8"], id="weekend"),
+        pytest.param(
+            "OR(WEEKDAY(A2)=1,WEEKDAY(A2)=7)", "A2:A11", CALENDAR, ["A7", "A8"], id="weekend-or"
+        ),
+        # Excel's text comparison ignores case.
+        pytest.param('A2="BOB"', "A2:A4", ROWS, ["A3"], id="text"),
+        # The cell's own value is the first reference, whatever cell the formula names.
+        pytest.param("B3>5", "B2:B4", ROWS, ["B3", "B4"], id="other-row"),
+        pytest.param("$B2>5", "B2:B4", ROWS, ["B3", "B4"], id="mixed"),
+        # Not shifted to the row's date: column B's numbers are days of 1900 (8 and 1 are
+        # Sundays, 7 a Saturday).
+        pytest.param(
+            "WEEKDAY($A2,2)>5",
+            "A2:B11",
+            CALENDAR,
+            ["A7", "A8", "B3", "B4", "B7"],
+            id="mixed-two-columns",
+        ),
+        # An error result counts as true; a failed call, a parse error or no reference do not.
+        pytest.param("B2/0", "B2:B4", ROWS, ["B2", "B3", "B4"], id="error-value"),
+        pytest.param("B2+C2>5", "B2:B4", ROWS, [], id="two-relative"),
+        pytest.param("1=1", "B2:B4", ROWS, [], id="no-reference"),
+        pytest.param("B2>>5", "B2:B4", ROWS, [], id="unparsable"),
+    ],
+)
+def test_expression_conditional_formats(
+    tmp_path: Path, formula: str, cells: str, rows: list[list[Any]], expected: list[str]
+) -> None:
+    pytest.importorskip("formulas")
+    assert painted(tmp_path, when(formula, cells), rows) == dict.fromkeys(expected, RED)
+
+
+def test_style_scores_expression_formats_against_the_gold(tmp_path: Path) -> None:
+    pytest.importorskip("formulas")
+    weekend = when("WEEKDAY(A2,2)>5", "A2:A11")
+    paths = pair(tmp_path, result=weekend, expected=fill_red(["A7", "A8"]), rows=CALENDAR)
+    assert score(paths, STYLE) == 1.0
+    wrong = pair(tmp_path, result=weekend, expected=fill_red(["A7"]), rows=CALENDAR)
+    assert score(wrong, STYLE) == 0.0
+
+
+@pytest.mark.parametrize(
+    "formula", ["B2>$B$3", "B2=MAX($B$4:$B$2)"], ids=["absolute-cell", "reversed-range"]
+)
+def test_expression_formats_that_fail_in_osworld_raise(tmp_path: Path, formula: str) -> None:
+    pytest.importorskip("formulas")
+    with pytest.raises(ValueError):
+        painted(tmp_path, when(formula))
+
+
+def test_later_rules_overwrite_earlier_ones(tmp_path: Path) -> None:
+    pytest.importorskip("formulas")
+    rules = both(when("B2>5"), when("B2>8", colour=BLUE))
+    assert painted(tmp_path, rules) == {"B3": RED, "B4": BLUE}
+
+
+def test_text_rules_evaluate_their_formula(tmp_path: Path) -> None:
+    pytest.importorskip("formulas")
+    contains = rule_of("containsText", ['NOT(ISERROR(SEARCH("o",A2)))'], "A2:A4", text="o")
+    assert painted(tmp_path, contains) == {"A3": BLUE}
+    with pytest.raises(ValueError):  # OSWorld fails on a text rule without its formula
+        painted(tmp_path, rule_of("containsText", [], "A2:A4"))
+
+
+def test_unevaluated_types_test_cells_with_the_previous_rule(tmp_path: Path) -> None:
+    pytest.importorskip("formulas")
+    # Alone, a top10 rule paints nothing; after another rule it inherits that rule's test.
+    assert painted(tmp_path, rule_of("top10", [], rank=1)) == {}
+    blanks = rule_of("containsBlanks", ["LEN(TRIM(B2))=0"])
+    assert painted(tmp_path, both(when("B2>5"), blanks)) == {"B3": BLUE, "B4": BLUE}
+    # A rule without formulas that inherits a match fails, as OSWorld's does.
+    with pytest.raises(ValueError):
+        painted(tmp_path, both(when("B2>5"), rule_of("top10", [], rank=1)))
+
+
+@pytest.mark.parametrize(
+    ("formula", "expected"),
+    [(["2*3"], ["B3", "B4"]), (["1E3"], []), (["B3"], [])],
+    ids=["product", "unparsable", "reference"],
+)
+def test_cell_is_operands_are_evaluated_formulas(
+    tmp_path: Path, formula: list[str], expected: list[str]
+) -> None:
+    pytest.importorskip("formulas")
+
+    def _add(ws: Any) -> None:
+        fill = PatternFill(bgColor=RED)
+        ws.conditional_formatting.add(
+            "B2:B4", CellIsRule(operator="greaterThan", formula=formula, fill=fill)
+        )
+
+    assert painted(tmp_path, _add) == dict.fromkeys(expected, RED)
+
+
+def test_formula_rules_need_the_formulas_library(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "formulas", None)  # makes `import formulas` fail
+    paths = pair(tmp_path, result=when("B2>5"), expected=fill_red(["B3", "B4"]))
+    with pytest.raises(DependencyNotInstalled, match=r"'formulas'.*osworld-gym\[eval\]"):
+        score(paths, STYLE)
+    # Rules without formulas (top10, ...) and sheets without conditional formats need none.
+    assert painted(tmp_path, rule_of("top10", [], rank=1)) == {}
+    assert score(pair(tmp_path, fill_red(["B3"]), fill_red(["B3"])), STYLE) == 1.0
 
 
 # --- several rules ----------------------------------------------------------------------------

@@ -59,6 +59,7 @@ SHARED_LIBRARIES: tuple[str, ...] = (
     "opencv-python-headless",
     "ImageHash",
     "requests",
+    "formulas",
 )
 
 # What only OSWorld's modules import (easyocr, for docs.py, is left out: it needs torch).
@@ -66,7 +67,6 @@ OSWORLD_ONLY_LIBRARIES: tuple[str, ...] = (
     "PyPDF2==3.0.1",
     "pdfplumber==0.11.7",
     "borb==2.1.25",
-    "formulas==1.3.1",
     "scikit-image==0.25.2",
     "pyacoustid==1.3.0",
     "beautifulsoup4==4.14.2",

@@ -15,6 +15,7 @@ import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,11 @@ import openpyxl
 import pytest
 from office_convert import convert, patch_zip
 from openpyxl.chart import BarChart, LineChart, PieChart, Reference
-from openpyxl.formatting.rule import CellIsRule, FormulaRule
+from openpyxl.formatting.rule import CellIsRule, FormulaRule, Rule
 from openpyxl.styles import Font, PatternFill
+from openpyxl.styles.differential import DifferentialStyle
 from openpyxl.worksheet.datavalidation import DataValidation
-from parity_harness import ABSENT, OSWorld, assert_same_score, disagreement, real_checks
+from parity_harness import ABSENT, OSWorld, assert_same_score, real_checks
 
 pytestmark = pytest.mark.parity
 
@@ -151,6 +153,35 @@ def _cf(ws: Any) -> None:
     )
 
 
+# Ten days from Monday 2024-01-01: the weekend is A7 (Saturday) and A8 (Sunday); the highest
+# value is B6.
+CALENDAR: list[list[Any]] = [
+    ["Date", "Value"],
+    *[
+        [date(2024, 1, 1) + timedelta(days=i), v]
+        for i, v in enumerate([3, 8, 1, 5, 12, 7, 2, 9, 4, 6])
+    ],
+]
+WEEKEND = ["A7", "A8"]
+
+
+def _expr(ws: Any, formula: str, cells: str = "B2:B4", colour: str = "FFFF0000") -> None:
+    """An ``expression`` conditional format (fill and font colour) on ``cells``."""
+    ws.conditional_formatting.add(
+        cells,
+        FormulaRule(formula=[formula], fill=PatternFill(bgColor=colour), font=Font(color=colour)),
+    )
+
+
+def _calendar_cf(ws: Any) -> None:
+    _expr(ws, "WEEKDAY(A2,2)>5", "A2:A11")
+    _expr(ws, "B2=MAX($B$2:$B$11)", "B2:B11")
+
+
+def _calendar_painted(ws: Any) -> None:
+    _paint(ws, [*WEEKEND, "B6"], "FFFF0000")
+
+
 def _freeze(cell: str) -> Edit:
     return on_sheet(lambda ws: setattr(ws, "freeze_panes", cell))
 
@@ -250,6 +281,8 @@ LO_BASES: dict[str, Build] = {
     "strings": book([["  padded ", "x"], ["Rd 5", "+1 (555) 010"], ["ÆØÅ", "tab\there"]]),
     "styled": book(edit=on_sheet(_styled)),
     "cf": book(edit=on_sheet(_cf)),
+    "cf_expression": book(CALENDAR, edit=on_sheet(_calendar_cf)),
+    "calendar_painted": book(CALENDAR, edit=on_sheet(_calendar_painted)),
     "formulas": book(edit=on_sheet(_formulas)),
     "freeze_b2": book(edit=_freeze("B2")),
     "freeze_a2": book(edit=_freeze("A2")),
@@ -932,6 +965,226 @@ def _paint(ws: Any, cells: list[str], colour: str) -> None:
         ws[c].font = Font(color=colour)
 
 
+def _expr_rule(formula: str, cells: str = "B2:B4", colour: str = "FFFF0000") -> Edit:
+    return on_sheet(lambda ws: _expr(ws, formula, cells, colour))
+
+
+def _painted(
+    cells: list[str], rows: list[list[Any]] | None = None, colour: str = "FFFF0000"
+) -> Build:
+    return book(rows, edit=on_sheet(lambda ws: _paint(ws, cells, colour)))
+
+
+def _dxf(colour: str) -> DifferentialStyle:
+    return DifferentialStyle(fill=PatternFill(bgColor=colour), font=Font(color=colour))
+
+
+def _typed_rule(cells: str, kind: str, formula: list[str], **fields: Any) -> Edit:
+    """A conditional format of another type (``containsText``, ``top10``, ...) on ``cells``."""
+    return on_sheet(
+        lambda ws: ws.conditional_formatting.add(
+            cells, Rule(type=kind, formula=formula, dxf=_dxf("FF0000FF"), **fields)
+        )
+    )
+
+
+def _cf_expression_cases() -> list[Any]:
+    """``expression`` conditional formats (and the other rule types OSWorld compiles)."""
+    bg = _style("bgcolor")
+    both = _style("bgcolor", "font_color")
+
+    def case(result: Spec, expected: Spec, rule: dict[str, Any], name: str) -> Any:
+        return pytest.param(result, expected, rule, id=f"cf-expr-{name}")
+
+    def cal(*steps: Edit) -> Build:
+        return book(CALENDAR, edit=edits(*steps))
+
+    return [
+        case(book(edit=_expr_rule("B2>5")), _painted(["B3", "B4"]), both, "vs-painted"),
+        case(book(edit=_expr_rule("B2>5")), _painted(["B4"]), both, "vs-painted-fewer"),
+        case(book(edit=_expr_rule("B2>5")), book(edit=_expr_rule("B2>8")), bg, "differs"),
+        case(
+            book(edit=_expr_rule("B2>5")),
+            book(edit=_cf_rule("greaterThan", ["5"])),
+            bg,
+            "vs-cellis",
+        ),
+        # The highest value (21ab7b40): an absolute range fed as a list.
+        case(book(edit=_expr_rule("B2=MAX($B$2:$B$4)")), _painted(["B4"]), both, "max"),
+        case(book(edit=_expr_rule("B2=MAX($B$2:$B$4)")), _painted(["B3"]), both, "max-wrong"),
+        case(
+            cal(_expr_rule("B2=MAX($B$2:$B$11)", "B2:B11")),
+            _painted(["B6"], CALENDAR),
+            _style("font_color"),
+            "max-calendar",
+        ),
+        case(book(edit=_expr_rule("B2>=LARGE($B$2:$B$4,2)")), _painted(["B3", "B4"]), bg, "large"),
+        case(book(edit=_expr_rule("B2>AVERAGE($B$2:$B$4)")), _painted(["B3", "B4"]), bg, "average"),
+        # Weekends (8b1ce5f2): the date's serial number fed to WEEKDAY.
+        case(
+            cal(_expr_rule("WEEKDAY(A2,2)>5", "A2:A11")), _painted(WEEKEND, CALENDAR), bg, "weekend"
+        ),
+        case(
+            cal(_expr_rule("OR(WEEKDAY(A2)=1,WEEKDAY(A2)=7)", "A2:A11")),
+            _painted(WEEKEND, CALENDAR),
+            bg,
+            "weekend-or",
+        ),
+        case(
+            cal(_expr_rule("WEEKDAY($A2,2)>5", "A2:B11")),
+            _painted([*WEEKEND, "B7", "B8"], CALENDAR),
+            bg,
+            "weekend-rows",
+        ),
+        case(
+            cal(_expr_rule("WEEKDAY(A2,2)>5", "A2:A11")),
+            _painted(["A7"], CALENDAR),
+            bg,
+            "weekend-wrong",
+        ),
+        case(
+            cal(_expr_rule("WEEKDAY(A2,2)=5", "A2:A11")), _painted(WEEKEND, CALENDAR), bg, "friday"
+        ),
+        # Relative and absolute references: the cell's value is the first input, unshifted.
+        case(book(edit=_expr_rule("$B2>5")), _painted(["B3", "B4"]), bg, "mixed-column"),
+        case(book(edit=_expr_rule("B$2>5")), _painted(["B3", "B4"]), bg, "mixed-row"),
+        case(book(edit=_expr_rule("B3>5")), _painted(["B3", "B4"]), bg, "other-row"),
+        case(book(edit=_expr_rule("B2+C2>5")), book(), bg, "two-relative"),
+        case(book(edit=_expr_rule("B2>$B$3")), book(), bg, "absolute-cell"),
+        case(book(edit=_expr_rule("B2=MAX($B$4:$B$2)")), book(), bg, "reversed-range"),
+        case(book(edit=_expr_rule("$B$2:$B$3<B2")), book(), bg, "absolute-first"),
+        case(book(edit=_expr_rule("B2=MAX($B$2:$C$4)")), _painted(["B4"]), bg, "range-2d"),
+        case(book(edit=_expr_rule('C2="Rome"', "C2:C4")), _painted(["C3"]), bg, "text"),
+        case(
+            book(edit=_expr_rule("ISNUMBER(A1)", "A1:C4")),
+            _painted(["B2", "B3", "B4"]),
+            bg,
+            "header",
+        ),
+        # Formulas that fail: an error value counts as true; a failed call, a parse error do not.
+        case(book(edit=_expr_rule("B2/0")), _painted(["B2", "B3", "B4"]), bg, "div-zero"),
+        case(
+            book(edit=_expr_rule("C2*2>1", "C2:C4")),
+            _painted(["C2", "C3", "C4"]),
+            bg,
+            "value-error",
+        ),
+        case(book(edit=_expr_rule("ISERROR(B2/0)")), _painted(["B2", "B3", "B4"]), bg, "iserror"),
+        case(book(edit=_expr_rule("1=1")), book(), bg, "no-reference"),
+        case(book(edit=_expr_rule("B2>>5")), book(), bg, "unparsable"),
+        case(book(edit=_expr_rule("B2>NOSUCHFUNC(1)")), book(), bg, "unknown-function"),
+        # Several rules: later ones overwrite; types OSWorld does not evaluate inherit the test.
+        case(
+            book(edit=edits(_expr_rule("B2>5"), _expr_rule("B2>8", colour="FF00FF00"))),
+            book(edit=edits(_expr_rule("B2>5"), _expr_rule("B2>8", colour="FF00FF00"))),
+            both,
+            "two-rules",
+        ),
+        case(
+            book(edit=edits(_expr_rule("B2>5"), _typed_rule("B2:B4", "top10", [], rank=1))),
+            book(),
+            bg,
+            "then-top10",
+        ),
+        case(book(edit=_typed_rule("B2:B4", "top10", [], rank=1)), book(), bg, "top10-only"),
+        case(
+            book(
+                edit=edits(
+                    _expr_rule("B2>5"),
+                    _typed_rule(
+                        "B2:B4", "timePeriod", ["FLOOR(B2,1)=TODAY()-1"], timePeriod="yesterday"
+                    ),
+                )
+            ),
+            book(),
+            bg,
+            "then-time-period",
+        ),
+        case(
+            book(
+                edit=edits(
+                    _cf_rule("lessThan", ["8"]),
+                    _typed_rule("B2:C4", "containsBlanks", ["LEN(TRIM(B2))=0"]),
+                )
+            ),
+            book(),
+            bg,
+            "cellis-then-blanks",
+        ),
+        case(
+            book(
+                edit=_typed_rule(
+                    "A2:A4",
+                    "containsText",
+                    ['NOT(ISERROR(SEARCH("o",A2)))'],
+                    operator="containsText",
+                    text="o",
+                )
+            ),
+            _painted(["A3"], colour="FF0000FF"),
+            bg,
+            "contains-text",
+        ),
+        case(book(edit=_typed_rule("A2:A4", "containsText", [])), book(), bg, "text-no-formula"),
+        # cellIs operands are formulas too, evaluated without inputs.
+        case(
+            book(edit=_cf_rule("greaterThan", ["2*3"])),
+            _painted(["B3", "B4"]),
+            bg,
+            "cellis-product",
+        ),
+        case(book(edit=_cf_rule("greaterThan", ["1E3"])), book(), bg, "cellis-unparsable"),
+        case(
+            book(edit=_cf_rule("between", ["MIN(1,4)", "8"])),
+            _painted(["B2", "B3"]),
+            bg,
+            "cellis-between",
+        ),
+        case(book(edit=_cf_rule("greaterThan", ["B3"])), book(), bg, "cellis-relative"),
+        # Books LibreOffice saved (it writes the formulas with commas).
+        case(Lo("cf_expression"), Lo("calendar_painted"), both, "lo"),
+        case(Lo("cf_expression"), Lo("cf_expression"), both, "lo-both"),
+        case(Lo("cf_expression"), book(CALENDAR), bg, "lo-vs-plain"),
+        case(Lo("cf_expression"), _painted([*WEEKEND, "B6"], CALENDAR), bg, "lo-vs-painted"),
+    ]
+
+
+def _cf_expression_real() -> list[Any]:
+    """The style rules of the weekend (8b1ce5f2) and highest-value (21ab7b40) tasks.
+
+    Each is met by an ``expression`` format the agent may write, against the gold's painted
+    cells, a wrong painting, the same format and no painting.
+    """
+    formulas = {
+        "8b1ce5f2": ("WEEKDAY(A2,2)>5", "A2:A11", WEEKEND),
+        "21ab7b40": ("B2=MAX($B$2:$B$11)", "B2:B11", ["B6"]),
+    }
+    cases = []
+    for task, _, _, options in real_checks("compare_table"):
+        if task not in formulas:
+            continue
+        formula, cells, gold = formulas[task]
+        result = book(CALENDAR, edit=_expr_rule(formula, cells))
+        for index, rule in enumerate(r for r in options.get("rules", []) if r["type"] == "style"):
+            for name, expected in (
+                ("gold", _painted(gold, CALENDAR)),
+                ("wrong", _painted([gold[0], "B2"], CALENDAR)),
+                ("same-rule", result),
+                ("plain", book(CALENDAR)),
+                ("lo-painted-both", Lo("calendar_painted")),
+            ):
+                cases.append(pytest.param(result, expected, rule, id=f"{task}-{index}-expr-{name}"))
+            cases.append(
+                pytest.param(
+                    Lo("cf_expression"), Lo("calendar_painted"), rule, id=f"{task}-{index}-lo-expr"
+                )
+            )
+    return cases
+
+
+CF_EXPRESSION = [*_cf_expression_cases(), *_cf_expression_real()]
+
+
 STYLE = [
     *_style_real(),
     pytest.param(book(), book(), _style("font_bold", "font_italic"), id="plain"),
@@ -1020,13 +1273,8 @@ STYLE = [
         book(),
         _style("bgcolor"),
         id="cf-expression",
-        marks=disagreement(
-            "an 'expression' conditional format: OSWorld evaluates its formula with the "
-            "'formulas' engine (the cell's value for the relative reference) and paints the "
-            "matching cells; ours evaluates only cellIs rules with constant operands (the "
-            "formulas engine is not a dependency) and leaves the cells unpainted"
-        ),
     ),
+    *CF_EXPRESSION,
     pytest.param(Lo("cf"), Lo("cf"), _style("bgcolor", "font_color"), id="lo-cf-both"),
     pytest.param(Lo("cf"), Lo("plain"), _style("bgcolor", "font_color"), id="lo-cf-vs-plain"),
     pytest.param(

@@ -17,14 +17,13 @@ position), ``"RI<n>"``/``"RN<name>"`` (result by position/name) and ``"EI<n>"``/
 * ``check_cell`` — one cell's ``props`` (``value`` and the styles of
   :func:`~osworld_gym.evaluation.metrics.table_props.read_cell_style`) against
   ``{"method", "ref"}`` rules;
-* ``style`` — the listed style ``props`` of every cell, conditional formats applied;
+* ``style`` — the listed style ``props`` of every cell, conditional formats applied (their
+  formulas evaluated with the ``formulas`` library, as OSWorld evaluates them; see
+  :func:`~osworld_gym.evaluation.metrics.table_props.load_styles`);
 * ``freeze``, ``zoom`` (``method``/``ref`` on the zoom percentage), ``data_validation``
   (``dv_props``), ``row_props``/``col_props`` (``props``), ``filter``, ``pivot_table``
   (``pivot_props``), ``chart`` (``chart_props``), ``sparkline`` (cell -> data range of the
   sheets' sparklines).
-
-Not supported: conditional formats other than ``cellIs`` with constant operands (see
-:mod:`.table_props`), which OSWorld evaluates with the ``formulas`` engine.
 """
 
 from __future__ import annotations

@@ -9,8 +9,10 @@ are equal. The property names are OSWorld's (``chart_props``, ``pivot_props``, `
 from __future__ import annotations
 
 import logging
+import operator as operator_module
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from osworld_gym.evaluation.metrics._deps import require
@@ -82,84 +84,210 @@ def read_cell_style(name: str, cell: Any, diff_style: Any = None) -> Any:
     raise ValueError(f"unsupported cell style {name!r}")
 
 
-def _literal(formula: str) -> Any:
-    """A conditional format's constant operand: a number or a quoted string.
+# Rule types whose first formula is the test: evaluated per cell, the cell's value as its
+# first input. Other types with formulas (timePeriod, containsBlanks) only compile them.
+_FORMULA_TEST_TYPES = frozenset(
+    {
+        "expression",
+        "containsText",
+        "notContainsText",
+        "beginsWith",
+        "endsWith",
+        "containsErrors",
+        "notContainsErrors",
+    }
+)
 
-    Raises:
-        ValueError: The formula is not a constant (it refers to cells or calls functions).
 
-    Example:
-        >>> _literal("100"), _literal('"Pass"')
-        (100.0, 'Pass')
+def _cell_is(operator: str | None, value: Any, refs: Sequence[Any]) -> Any:
+    """Excel's ``cellIs`` comparison of a cell value with the evaluated operands.
+
+    Returns the comparison's own result (a ``formulas`` array where an operand is one), whose
+    truth the caller takes; a comparison that fails (mismatched types, a missing operand, an
+    unknown operator) is ``False``.
     """
-    text = formula.strip()
-    if len(text) >= 2 and text[0] == text[-1] == '"':
-        return text[1:-1].replace('""', '"')
-    if text.upper() in ("TRUE", "FALSE"):
-        return text.upper() == "TRUE"
-    return float(text)
-
-
-def _cell_is(operator: str | None, value: Any, refs: Sequence[Any]) -> bool:
-    """Excel's ``cellIs`` comparison; mismatched types do not satisfy it."""
     try:
-        if operator == "between":
-            return min(refs) <= value <= max(refs)
-        if operator == "notBetween":
-            return value < min(refs) or value > max(refs)
+        if operator in ("between", "notBetween"):
+            low, high = min(refs), max(refs)
+            if operator == "between":
+                return value >= low and value <= high
+            return value < low or value > high
         compare = {
-            "lessThan": lambda a, b: a < b,
-            "lessThanOrEqual": lambda a, b: a <= b,
-            "greaterThan": lambda a, b: a > b,
-            "greaterThanOrEqual": lambda a, b: a >= b,
-            "equal": lambda a, b: a == b,
-            "notEqual": lambda a, b: a != b,
+            "lessThan": operator_module.lt,
+            "lessThanOrEqual": operator_module.le,
+            "greaterThan": operator_module.gt,
+            "greaterThanOrEqual": operator_module.ge,
+            "equal": operator_module.eq,
+            "notEqual": operator_module.ne,
         }[operator or ""]
-        return bool(compare(value, refs[0]))
-    except (TypeError, KeyError, IndexError, ValueError):
+        return compare(value, refs[0])
+    except Exception:  # noqa: BLE001 - OSWorld counts any failed comparison as no match
         return False
 
 
-def _conditional_styles(ws: Any, raw: RawXlsxReader, props: Sequence[str]) -> dict[str, list]:
-    """Styles that ``cellIs`` conditional formats with constant operands apply.
+@dataclass
+class _Condition:
+    """The test a conditional format puts its cells to, as it stands between rules.
 
-    OSWorld evaluates formulas with the ``formulas`` engine; this supports the constant
-    ``cellIs`` rules and skips the others (``expression``, ``top10``, ...) on both sheets alike.
+    OSWorld keeps the test and its inputs in variables that outlive each rule, and these
+    replay that: a rule of a type it does not evaluate (``top10``, ``aboveAverage``,
+    ``duplicateValues``, ...) tests its own cells with the test of the last rule that set one
+    (no cell qualifies before any did), reading ``arguments`` as the formulas compiled since
+    left them and ``operator`` as the last ``cellIs`` rule left it, even one skipped.
+    """
+
+    kind: str | None = None  # "formula" or "cellIs"
+    formula: Callable[..., Any] | None = None
+    arguments: list[Any] = field(default_factory=list)
+    operator: str | None = None
+    references: list[Any] = field(default_factory=list)
+
+    def evaluate(self, value: Any) -> Any:
+        """The test on one cell value; raises where OSWorld's does (the caller scores it 0)."""
+        if self.kind == "formula" and self.formula is not None:
+            return self.formula(value, *self.arguments)
+        if self.kind == "cellIs":
+            return _cell_is(self.operator, value, self.references)
+        raise LookupError("no conditional-format rule has set a test yet")
+
+
+def _compile(parser: Any, formula: str) -> Callable[..., Any] | None:
+    """A conditional-format formula compiled by ``formulas``; ``None`` when it does not parse.
+
+    The function takes the formula's distinct references in order of appearance, absolute or
+    not (``B2>$C$1`` takes B2, then C1), ranges as flat lists of values.
+    """
+    try:
+        return parser.ast("=" + formula)[1].compile()
+    except Exception as e:  # noqa: BLE001 - OSWorld skips the rule on any parse failure
+        logger.debug("conditional format formula %r does not compile: %s", formula, e)
+        return None
+
+
+def _absolute_inputs(formula: str, ws: Any, raw: RawXlsxReader) -> list[Any]:
+    """Values of the absolute ranges (``$B$2:$B$9``) in ``formula``, in order, from ``ws``.
+
+    These follow the cell's own value as the compiled formula's inputs, each a flat list of
+    the stored values row by row; a sheet prefix is not looked at (the sheet is ``ws``).
+
+    Raises:
+        ValueError: An absolute single cell (``$B$2``): OSWorld reads it as the range
+            ``B2:``, which fails; or a range whose corners are reversed.
+    """
+    cell_range = require("openpyxl.worksheet.cell_range").CellRange
+    column_letter = require("openpyxl.utils").get_column_letter
+    values: list[Any] = []
+    for match in _ABSOLUTE_REFERENCE.finditer(formula):
+        if not match.group(1):
+            raise ValueError(f"conditional format formula {formula!r}: B2: is no range")
+        cells = cell_range(match.group(0).replace("$", "")).cells
+        values.append([raw.value(ws.title, f"{column_letter(c)}{r}") for r, c in cells])
+    return values
+
+
+def _conditional_styles(ws: Any, raw: RawXlsxReader, props: Sequence[str]) -> dict[str, list]:
+    """The ``props`` of every cell a conditional format of ``ws`` applies to, as OSWorld finds them.
+
+    Each rule's formulas are compiled with the ``formulas`` library; a formula that does not
+    parse skips the rule. ``expression`` rules (and the text and error tests, which LibreOffice
+    saves as formulas) evaluate their first formula per cell, feeding the cell's stored value
+    as the first reference whatever cell it names, then the absolute ranges' values
+    (:func:`_absolute_inputs`); the formula is not shifted to the cell. A result whose truth
+    holds styles the cell, a ``formulas`` error value (``#VALUE!``) included; a call that
+    fails (another relative reference, a wrong count of inputs) does not. ``cellIs`` rules
+    compare the value with their formulas evaluated without inputs (a formula that needs
+    one skips the rule). Empty cells are skipped, and a rule stops testing a range once it has
+    met more than 50 of them. Later rules overwrite what earlier ones styled.
+
+    Raises:
+        DependencyNotInstalled: A rule has formulas and ``formulas`` is not installed.
+        ValueError: Where OSWorld raises: a formula with an absolute single cell, a text or
+            expression rule without formulas, a rule without formulas (``top10``, ...) whose
+            inherited test styles a cell.
     """
     styles: dict[str, list] = {}
+    condition = _Condition()
+    parser: Any = None
     for fmt in ws.conditional_formatting:
         for rule in fmt.rules:
+            compiled: list[tuple[Callable[..., Any], list[Any]]] = []
             for formula in rule.formula:
-                if any(not m.group(1) for m in _ABSOLUTE_REFERENCE.finditer(formula)):
-                    # OSWorld turns "$B$2" into the range "B2:" and fails on it.
-                    raise ValueError(f"conditional format formula {formula!r}: B2: is no range")
-            if rule.type != "cellIs":
-                logger.debug("conditional format type %r is not evaluated", rule.type)
+                if parser is None:
+                    parser = require("formulas").Parser()
+                function = _compile(parser, formula)
+                if function is None:
+                    break
+                condition.arguments = _absolute_inputs(formula, ws, raw)
+                compiled.append((function, condition.arguments))
+            if len(compiled) < len(rule.formula):
                 continue
-            try:
-                refs = [_literal(f) for f in rule.formula]
-            except ValueError:
-                logger.debug("conditional format formula %r is not a constant", rule.formula)
-                continue
-            empty = 0
-            for cell_range in fmt.cells:
-                for row, col in cell_range.cells:
-                    cell = ws.cell(row=row, column=col)
-                    value = raw.value(ws.title, cell.coordinate)
-                    if value is None:
-                        empty += 1
-                        if empty > _MAX_EMPTY_CF_CELLS:
-                            break
-                        continue
-                    if _cell_is(rule.operator, value, refs):
-                        styles[cell.coordinate] = [
-                            read_cell_style(p, cell, rule.dxf) for p in props
-                        ]
+            if rule.type in _FORMULA_TEST_TYPES:
+                if not compiled:
+                    raise ValueError(f"conditional format of type {rule.type!r} has no formula")
+                condition.kind = "formula"
+                condition.formula, condition.arguments = compiled[0]
+            elif rule.type == "cellIs":
+                condition.operator = rule.operator
+                try:
+                    references = [function() for function, _ in compiled]
+                except Exception as e:  # noqa: BLE001 - OSWorld skips the rule on any failure
+                    logger.debug("cellIs operands %r do not evaluate: %s", rule.formula, e)
+                    continue
+                condition.kind = "cellIs"
+                condition.references = references
+            else:
+                logger.debug("conditional format type %r: the previous rule's test", rule.type)
+            _apply_rule(ws, raw, fmt, rule, condition, props, styles)
     return styles
 
 
+def _apply_rule(
+    ws: Any,
+    raw: RawXlsxReader,
+    fmt: Any,
+    rule: Any,
+    condition: _Condition,
+    props: Sequence[str],
+    styles: dict[str, list],
+) -> None:
+    """Store in ``styles`` the ``props`` that ``rule`` gives the cells of ``fmt`` it applies to."""
+    empty = 0
+    for cell_range in fmt.cells:
+        for row, col in cell_range.cells:
+            cell = ws.cell(row=row, column=col)
+            value = raw.value(ws.title, cell.coordinate)
+            if value is None:
+                empty += 1
+                if empty > _MAX_EMPTY_CF_CELLS:
+                    break
+                continue
+            try:
+                outcome = condition.evaluate(value)
+            except Exception as e:  # noqa: BLE001 - OSWorld: a test that fails is no match
+                logger.debug("conditional format test on %s failed: %s", cell.coordinate, e)
+                outcome = False
+            # Taken outside the guard, as OSWorld does: a result of several values raises.
+            if outcome:
+                if not rule.formula:
+                    # OSWorld logs each styled cell with the rule's first formula, which fails.
+                    raise ValueError(
+                        f"conditional format of type {rule.type!r} without a formula styles "
+                        f"{cell.coordinate} with an earlier rule's test"
+                    )
+                styles[cell.coordinate] = [read_cell_style(p, cell, rule.dxf) for p in props]
+
+
 def load_styles(ws: Any, raw: RawXlsxReader, props: Sequence[str]) -> dict[str, list]:
-    """Coordinate → the ``props`` of every cell in the used range, conditional formats applied."""
+    """Coordinate → the ``props`` of every cell in the used range, conditional formats applied.
+
+    Conditional formats are evaluated as OSWorld evaluates them (:func:`_conditional_styles`),
+    with the ``formulas`` library where a rule has formulas.
+
+    Raises:
+        DependencyNotInstalled: A conditional format has formulas and ``formulas`` (in the
+            ``eval`` extra) is not installed.
+        ValueError: Where OSWorld's evaluation of a conditional format fails too.
+    """
     styles = {
         cell.coordinate: [read_cell_style(p, cell) for p in props]
         for column in ws.iter_cols()
