@@ -204,7 +204,8 @@ def test_getters(clean_desktop: LocalDesktop, cache: AssetCache) -> None:
     assert get_getter("list_directory")(ctx, {"path": "~/no-such-folder"}) is None
     assert get_getter("content_from_vm_file")(ctx, {"path": "~/a.txt"}) == "A"
     assert get_getter("content_from_vm_file")(ctx, {"path": "~/none.txt"}) is None
-    assert get_getter("vm_wallpaper")(ctx, {"dest": "w.png"}) is None
+    # No wallpaper: OSWorld's getter writes an empty file and returns its path.
+    assert Path(get_getter("vm_wallpaper")(ctx, {"dest": "w.png"})).read_bytes() == b""
     with pytest.raises(FileNotFoundError):
         get_getter("cache_file")(ctx, {"path": "never-written.txt"})
     with pytest.raises(EvaluatorError, match="did you mean"):

@@ -12,19 +12,22 @@ from __future__ import annotations
 
 import difflib
 import logging
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from osworld_gym.downloads import AssetCache
-from osworld_gym.errors import EvaluatorError, GuestHTTPError
+from osworld_gym.errors import EvaluatorError, GuestAuthError, GuestHTTPError
 from osworld_gym.evaluation.getters_apps import APP_GETTERS
 from osworld_gym.evaluation.getters_browser import CHROME_BROWSER_GETTERS
 from osworld_gym.evaluation.getters_chrome import CHROME_PROFILE_GETTERS
 from osworld_gym.evaluation.getters_html import CHROME_HTML_GETTERS
 from osworld_gym.evaluation.getters_slides import SLIDE_GETTERS
 from osworld_gym.evaluation.getters_time import TIME_GETTERS
+from osworld_gym.evaluation.metrics._deps import require
 from osworld_gym.guest.client import GuestClient
 
 logger = logging.getLogger(__name__)
@@ -60,14 +63,18 @@ class EvalContext:
         return self.scratch
 
     def fetch_file(self, path: str, dest: str) -> str | None:
-        """A desktop file saved as ``dest`` in :attr:`fetch_dir`; None when it does not exist."""
+        """A desktop file saved as ``dest`` in :attr:`fetch_dir`; None when it does not exist.
+
+        As in OSWorld, any error answer of the guest for the file gives None (not only 404);
+        a guest that cannot be reached, or refuses the token, raises.
+        """
         try:
             data = self.client.download(path)
         except GuestHTTPError as e:
-            if e.status == 404:
-                logger.info("%s does not exist in the desktop", path)
-                return None
-            raise
+            if isinstance(e, GuestAuthError):
+                raise
+            logger.info("%s could not be read from the desktop: %s", path, e)
+            return None
         target = self.fetch_dir / dest
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
@@ -85,19 +92,43 @@ Getter = Callable[[EvalContext, Mapping[str, Any]], Any]
 
 
 def _multi(config: Mapping[str, Any], fetch: Callable[[str, str], Any]) -> Any:
-    """OSWorld's ``multi``/``gives`` convention over parallel ``path``/``dest`` lists."""
-    if not config.get("multi"):
-        return fetch(config["path"], config["dest"])
-    paths, dests = list(config["path"]), list(config["dest"])
-    if len(paths) != len(dests):
-        raise EvaluatorError(f"getter {config.get('type')}: path and dest lists differ in length")
-    fetched = [fetch(p, d) for p, d in zip(paths, dests, strict=True)]
-    gives = config.get("gives", [0])
-    return fetched[gives[0]] if len(gives) == 1 else [fetched[i] for i in gives]
+    """OSWorld's ``multi``/``gives`` convention over parallel ``path``/``dest`` lists.
+
+    As OSWorld's: every pair is fetched (a single file is the pair list ``[(path, dest)]``,
+    ``time_suffix`` aside), lists of different lengths are cut to the shorter one, and
+    ``gives`` (default ``[0]``) is a set of indexes: the fetched values at those indexes, in
+    index order, duplicates and indexes past the end ignored. Exactly one value is returned
+    as is, otherwise the list (possibly empty).
+    """
+    if config.get("multi"):
+        paths, dests = list(config["path"]), list(config["dest"])
+    else:
+        paths, dests = [config["path"]], [_suffixed(config)]
+    gives = set(config.get("gives", [0]))
+    given = []
+    for index, (path, dest) in enumerate(zip(paths, dests, strict=False)):
+        value = fetch(path, dest)
+        if index in gives:
+            given.append(value)
+    return given[0] if len(given) == 1 else given
+
+
+def _suffixed(config: Mapping[str, Any]) -> str:
+    """A single file's ``dest``, with the time before its extension when ``time_suffix``."""
+    dest = str(config["dest"])
+    if not config.get("time_suffix"):
+        return dest
+    stem, extension = os.path.splitext(dest)
+    stamp = datetime.now().strftime(config.get("time_format", "%Y%m%d_%H%M%S"))
+    return f"{stem}_{stamp}{extension}"
 
 
 def get_vm_file(ctx: EvalContext, config: Mapping[str, Any]) -> Any:
-    """A file from the desktop, saved to the task cache; ``None`` when it does not exist."""
+    """A file from the desktop, saved to the task cache; ``None`` when it does not exist.
+
+    A single file's ``dest`` takes the current time before its extension when the config has
+    ``time_suffix`` (format ``time_format``, default ``%Y%m%d_%H%M%S``), as in OSWorld.
+    """
     return _multi(config, ctx.fetch_file)
 
 
@@ -115,34 +146,58 @@ def get_rule(ctx: EvalContext, config: Mapping[str, Any]) -> Any:
     return config["rules"]
 
 
-def get_vm_command_line(ctx: EvalContext, config: Mapping[str, Any]) -> str:
-    """Standard output of a command run in the desktop."""
-    result = ctx.client.execute(config["command"], shell=bool(config.get("shell", False)))
-    return result.output
+def _answer_or_none(ask: Callable[[], Any], what: str) -> Any:
+    """``ask()``, or None where the guest answers an error status (as OSWorld's getters do).
+
+    A guest that cannot be reached, or refuses the token, still raises: that is no state of
+    the desktop to score.
+    """
+    try:
+        return ask()
+    except GuestHTTPError as e:
+        if isinstance(e, GuestAuthError):
+            raise
+        logger.warning("%s: the guest answered an error: %s", what, e)
+        return None
 
 
-def get_vm_command_error(ctx: EvalContext, config: Mapping[str, Any]) -> str:
-    """Standard error of a command run in the desktop."""
-    result = ctx.client.execute(config["command"], shell=bool(config.get("shell", False)))
-    return result.error
+def _command(ctx: EvalContext, config: Mapping[str, Any]) -> Any:
+    shell = bool(config.get("shell", False))
+    return _answer_or_none(
+        lambda: ctx.client.execute(config["command"], shell=shell), "vm_command_line"
+    )
+
+
+def get_vm_command_line(ctx: EvalContext, config: Mapping[str, Any]) -> str | None:
+    """Standard output of a command run in the desktop; None when it could not run.
+
+    The guest answers an error status for a command it cannot start (no such program) or
+    that ran past its time limit; OSWorld's getter gives None then, and so does this one.
+    """
+    result = _command(ctx, config)
+    return None if result is None else result.output
+
+
+def get_vm_command_error(ctx: EvalContext, config: Mapping[str, Any]) -> str | None:
+    """Standard error of a command run in the desktop; None when it could not run."""
+    result = _command(ctx, config)
+    return None if result is None else result.error
 
 
 def get_cache_file(ctx: EvalContext, config: Mapping[str, Any]) -> str:
     """A file a setup step wrote into the task cache (e.g. an ``execute`` step's stdout)."""
     path = ctx.task_cache / config["path"]
-    if not path.is_file():
+    if not path.exists():  # OSWorld asserts only that the path exists
         raise FileNotFoundError(path)
     return str(path)
 
 
 def get_list_directory(ctx: EvalContext, config: Mapping[str, Any]) -> Any:
-    """The recursive directory tree of a folder in the desktop; ``None`` when it is missing."""
-    try:
-        return ctx.client.list_directory(config["path"])
-    except GuestHTTPError as e:
-        if e.status == 400:  # not a directory (or missing): the metric scores it 0
-            return None
-        raise
+    """The recursive directory tree of a folder in the desktop; ``None`` when it is missing.
+
+    None too for any other error answer of the guest (a tree too large), as in OSWorld.
+    """
+    return _answer_or_none(lambda: ctx.client.list_directory(config["path"]), "list_directory")
 
 
 def get_vm_screen_size(ctx: EvalContext, config: Mapping[str, Any]) -> dict[str, int]:
@@ -153,23 +208,19 @@ def get_vm_screen_size(ctx: EvalContext, config: Mapping[str, Any]) -> dict[str,
 
 def get_vm_window_size(ctx: EvalContext, config: Mapping[str, Any]) -> dict[str, int] | None:
     """Size of the first window of ``app_class_name``; ``None`` when there is none."""
-    try:
-        width, height = ctx.client.window_size(config["app_class_name"])
-    except GuestHTTPError as e:
-        if e.status == 404:
-            return None
-        raise
-    return {"width": width, "height": height}
+    size = _answer_or_none(
+        lambda: ctx.client.window_size(config["app_class_name"]), "vm_window_size"
+    )
+    return None if size is None else {"width": size[0], "height": size[1]}
 
 
-def get_vm_wallpaper(ctx: EvalContext, config: Mapping[str, Any]) -> str | None:
-    """The current wallpaper image, saved to the task cache."""
-    try:
-        data = ctx.client.wallpaper()
-    except GuestHTTPError as e:
-        if e.status == 404:
-            return None
-        raise
+def get_vm_wallpaper(ctx: EvalContext, config: Mapping[str, Any]) -> str:
+    """The current wallpaper image, saved as ``dest`` in the fetch folder.
+
+    As in OSWorld, when the desktop has no wallpaper to give the file is written empty (its
+    path is still returned; the image metrics then score it 0).
+    """
+    data = _answer_or_none(ctx.client.wallpaper, "vm_wallpaper") or b""
     target = ctx.fetch_dir / config.get("dest", "wallpaper.png")
     target.write_bytes(data)
     return str(target)
@@ -177,26 +228,48 @@ def get_vm_wallpaper(ctx: EvalContext, config: Mapping[str, Any]) -> str | None:
 
 def get_vm_terminal_output(ctx: EvalContext, config: Mapping[str, Any]) -> str | None:
     """Text of the focused terminal (``None`` when no terminal is focused)."""
-    return ctx.client.terminal_output()
+    return _answer_or_none(ctx.client.terminal_output, "vm_terminal_output")
 
 
-def get_accessibility_tree(ctx: EvalContext, config: Mapping[str, Any]) -> str:
-    """OSWorld's XML accessibility tree of the desktop."""
-    return ctx.client.accessibility_tree()
+def get_accessibility_tree(ctx: EvalContext, config: Mapping[str, Any]) -> str | None:
+    """OSWorld's XML accessibility tree of the desktop; None when the guest cannot give it."""
+    return _answer_or_none(ctx.client.accessibility_tree, "accessibility_tree")
+
+
+def get_time_diff_range(ctx: EvalContext, config: Mapping[str, Any]) -> Any:
+    """The config's ``diff_range_in_minutes`` as is; None when it has none (as OSWorld)."""
+    return config.get("diff_range_in_minutes")
 
 
 def get_content_from_vm_file(ctx: EvalContext, config: Mapping[str, Any]) -> Any:
-    """Text of a file in the desktop (``file_type`` other than text is not supported yet)."""
+    """Something read from a file in the desktop, by ``file_type`` and ``file_content``.
+
+    OSWorld's one kind: ``file_type`` ``"xlsx"`` with ``file_content`` ``"last_row"``, the
+    first sheet's last row, pandas' ``read_excel`` then ``astype(str)`` (which leaves an
+    empty cell NaN with pandas 3); another ``file_content`` of an xlsx gives None, as in
+    OSWorld. The file is fetched as its base name, as OSWorld's getter does; a missing one
+    raises :class:`FileNotFoundError` for ``last_row`` (the check scores 0; OSWorld's getter
+    fails there too).
+
+    Beyond OSWorld (which raises for any other ``file_type``): without a ``file_type``, or
+    with ``"txt"``/``"text"``, the file's text (UTF-8, undecodable bytes replaced), or None
+    when the file does not exist.
+    """
+    path = config["path"]
     file_type = config.get("file_type", "txt")
-    if file_type not in ("txt", "text"):
+    if file_type in ("txt", "text"):
+        data = _answer_or_none(lambda: ctx.client.download(path), "content_from_vm_file")
+        return None if data is None else data.decode("utf-8", errors="replace")
+    if file_type != "xlsx":
         raise EvaluatorError(f"content_from_vm_file: file_type {file_type!r} is not supported")
-    try:
-        data = ctx.client.download(config["path"])
-    except GuestHTTPError as e:
-        if e.status == 404:
-            return None
-        raise
-    return data.decode("utf-8", errors="replace")
+    wanted = config["file_content"]
+    fetched = ctx.fetch_file(path, os.path.basename(path))
+    if wanted != "last_row":
+        return None
+    if fetched is None:
+        raise FileNotFoundError(f"content_from_vm_file: {path} does not exist in the desktop")
+    pd = require("pandas")
+    return pd.read_excel(fetched).iloc[-1].astype(str).tolist()
 
 
 def get_vlc_config(ctx: EvalContext, config: Mapping[str, Any]) -> Any:
@@ -228,6 +301,7 @@ GETTERS: dict[str, Getter] = {
     "vm_terminal_output": get_vm_terminal_output,
     "accessibility_tree": get_accessibility_tree,
     "content_from_vm_file": get_content_from_vm_file,
+    "time_diff_range": get_time_diff_range,
     # Chrome (profile files, and the running browser over CDP), VLC, desktop shortcuts
     **CHROME_PROFILE_GETTERS,
     **CHROME_BROWSER_GETTERS,

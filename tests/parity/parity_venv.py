@@ -72,6 +72,8 @@ OSWORLD_ONLY_LIBRARIES: tuple[str, ...] = (
     "beautifulsoup4==4.14.2",
     # controllers/setup.py: its upload step encodes files with it
     "requests-toolbelt==1.0.0",
+    # evaluators/getters/misc.py (rule_relativeTime's time zones)
+    "pytz==2025.2",
 )
 
 BUILD_TIMEOUT_S = 1800.0
