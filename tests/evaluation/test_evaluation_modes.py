@@ -55,6 +55,7 @@ def test_fixed_mode_replaces_exactly_the_fixed_metrics() -> None:
             "compare_table",
             "check_page_number_colors",
             "compare_htmls",
+            "compare_config",
         }
     )
     for name, function in FIXED_METRICS.items():

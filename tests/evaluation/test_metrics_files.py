@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from osworld_gym.evaluation.metrics import get_metric
+from osworld_gym.evaluation.metrics import get_metric, metrics_for
 
 # Not UTF-8. OSWorld reads text files strictly, so such a file raises (the evaluator scores
 # the metric 0) or scores 0 where OSWorld catches the error; it is never scored as text.
@@ -303,38 +303,56 @@ def test_check_json_keybindings(write, content: str, score: float) -> None:
     assert metric(None, {"expected": BINDING}) == 0.0
 
 
-STRICT = {"containment_ok": False}
+CONTAIN = {"containment_ok": True}
 
 
 @pytest.mark.parametrize(
     ("content", "expected", "options", "score"),
     [
-        # OSWorld's default: containment (JSON subset; substring when either is not JSON).
+        # OSWorld: the exact text, whatever the options say.
         ("project", "project", {}, 1.0),
-        ("project\n", "project", {}, 1.0),
-        ("the project folder", "project", {}, 1.0),
-        ("proj", "project", {}, 0.0),
-        ('{"theme": "Dark", "x": 1}', '{"theme": "Dark"}\n', {}, 1.0),
-        ('{"theme": "Dark", "x": 1}', '{"theme": "Dark"}\n', {"containment_ok": True}, 1.0),
-        ('{"theme": "Light"}', '{"theme": "Dark"}\n', {}, 0.0),
-        ('{"a": {"b": 1, "c": 2}}', '{"a": {"b": 1}}', {}, 1.0),  # nested objects too
-        ('{"a": [1, 2]}', '{"a": [1]}', {}, 0.0),  # lists must be equal
-        # Both JSON but not a subset: no substring fallback, even when the text occurs.
-        ('{"k": "{}", "x": 2}', "{}", {}, 1.0),
-        ('["x", 1]', '"x"', {}, 0.0),
-        # The file is not JSON (a comment): the stripped expected text must occur in it.
-        ('// c\n{"theme": "Dark"}', '{"theme": "Dark"}\n', {}, 1.0),
-        ('// c\n{"theme":"Dark"}', '{"theme": "Dark"}', {}, 0.0),
-        ("anything", "", {}, 0.0),  # an empty expectation never passes
-        # containment_ok false: equal texts, or equal JSON values.
-        ("project", "project", STRICT, 1.0),
-        ("project\n", "project", STRICT, 0.0),
-        ('{"theme": "Dark", "x": 1}', '{"theme": "Dark"}\n', STRICT, 0.0),
-        ('{ "theme" : "Dark" }', '{"theme": "Dark"}\n', STRICT, 1.0),
+        ("project\n", "project", {}, 0.0),
+        ("the project folder", "project", CONTAIN, 0.0),
+        ('{"theme": "Dark"}\n', '{"theme": "Dark"}\n', CONTAIN, 1.0),
+        ('{"theme": "Dark", "x": 1}', '{"theme": "Dark"}\n', CONTAIN, 0.0),
+        ('{ "theme" : "Dark" }', '{"theme": "Dark"}', {}, 0.0),
+        ("a\r\nb", "a\nb", {}, 1.0),  # read in universal-newline mode
+        ("", "", {}, 1.0),
     ],
 )
-def test_compare_config(write, content: str, expected: str, options: dict, score: float) -> None:
+def test_compare_config_as_osworld(
+    write, content: str, expected: str, options: dict, score: float
+) -> None:
     metric = get_metric("compare_config")
+    assert metric(write("cfg.txt", content), {"expected": expected}, **options) == score
+    assert metric(None, {"expected": expected}, **options) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("content", "expected", "options", "score"),
+    [
+        # containment_ok: a JSON subset, or the stripped expected text inside a non-JSON file.
+        ('{"theme": "Dark", "x": 1}', '{"theme": "Dark"}\n', CONTAIN, 1.0),
+        ('{"theme": "Light"}', '{"theme": "Dark"}\n', CONTAIN, 0.0),
+        ('{"a": {"b": 1, "c": 2}}', '{"a": {"b": 1}}', CONTAIN, 1.0),  # nested objects too
+        ('{"a": [1, 2]}', '{"a": [1]}', CONTAIN, 0.0),  # lists must be equal
+        ('{"k": "{}", "x": 2}', "{}", CONTAIN, 1.0),
+        ('["x", 1]', '"x"', CONTAIN, 0.0),  # both JSON, not a subset: no substring fallback
+        ('// c\n{"theme": "Dark"}', '{"theme": "Dark"}\n', CONTAIN, 1.0),
+        ('// c\n{"theme":"Dark"}', '{"theme": "Dark"}', CONTAIN, 0.0),
+        ("the project folder", "project", CONTAIN, 1.0),
+        ("anything", "", CONTAIN, 0.0),  # an empty expectation never passes
+        # Without the option: equal texts, or equal JSON values.
+        ("project", "project", {}, 1.0),
+        ("project\n", "project", {}, 0.0),
+        ('{"theme": "Dark", "x": 1}', '{"theme": "Dark"}\n', {}, 0.0),
+        ('{ "theme" : "Dark" }', '{"theme": "Dark"}\n', {}, 1.0),
+    ],
+)
+def test_compare_config_fixed(
+    write, content: str, expected: str, options: dict, score: float
+) -> None:
+    metric = metrics_for("fixed")["compare_config"]
     assert metric(write("cfg.txt", content), {"expected": expected}, **options) == score
     assert metric(None, {"expected": expected}, **options) == 0.0
 

@@ -200,6 +200,9 @@ FIXED_METRICS: Mapping[str, Metric] = MappingProxyType(
     {
         # OSWorld splits a folder on "FROM - " (Thunderbird writes "From - ") and keeps only
         # the blank pieces, so any two non-empty folders pass -> compare the messages.
+        # OSWorld compares the file's text exactly and never reads containment_ok, which
+        # vs_code/982d12a5 sets -> the option honoured (a JSON subset, else a substring).
+        "compare_config": vscode.compare_config_fixed,
         "check_thunderbird_folder": mail.check_thunderbird_folder_fixed,
         # OSWorld takes the second *least* frequent colour (edge pixels of an antialiased
         # shape) as the shape -> the second most frequent colour, as its comments say.

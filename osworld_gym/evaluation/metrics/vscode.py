@@ -9,7 +9,6 @@ import json
 import logging
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from osworld_gym.evaluation.metrics.files import read_utf8
@@ -153,18 +152,17 @@ def _same_config(text: str, expected: str) -> bool:
 
 
 def compare_config(result: str | None, rules: Mapping[str, Any], **options: Any) -> float:
-    """1 when the file holds the configuration ``rules["expected"]`` (a text).
+    """1 when the file's text is exactly ``rules["expected"]``, as OSWorld scores it.
 
-    OSWorld's current rule (its ``desktop-env`` 1.0.2 release only compared texts exactly).
+    OSWorld's code (``desktop-env`` 1.0.2, the newest release, and every later copy of its
+    ``vscode`` module found) reads the file as text and compares it with the expected text,
+    ignoring every option: the ``containment_ok`` that vs_code/982d12a5 sets is never read.
+    :func:`compare_config_fixed` (the "fixed" evaluation mode) honours it.
 
     Args:
         result: Path of the file (written by the editor, or a settings file).
-        rules: ``expected``: the configuration text; empty or missing scores 0.
-        **options: ``containment_ok`` (True): when both texts are JSON, every key of the
-            expected object must be in the file's object with an equal value (nested
-            objects alike, lists and other values equal); when either is not JSON, the
-            stripped expected text must occur in the file. False: the texts, or their JSON
-            values, must be equal.
+        rules: ``expected``: the configuration text (missing: ``KeyError``, as in OSWorld).
+        **options: Ignored, as by OSWorld.
 
     Returns:
         1.0 or 0.0; a file that is not UTF-8 raises ``UnicodeDecodeError`` (as in OSWorld;
@@ -172,10 +170,30 @@ def compare_config(result: str | None, rules: Mapping[str, Any], **options: Any)
     """
     if not result:
         return 0.0
+    return float(read_utf8(result) == rules["expected"])
+
+
+def compare_config_fixed(result: str | None, rules: Mapping[str, Any], **options: Any) -> float:
+    """:func:`compare_config` with the ``containment_ok`` option its tasks set honoured.
+
+    Args:
+        result: Path of the file (written by the editor, or a settings file).
+        rules: ``expected``: the configuration text; empty or missing scores 0.
+        **options: ``containment_ok`` (False): when both texts are JSON, every key of the
+            expected object must be in the file's object with an equal value (nested
+            objects alike, lists and other values equal); when either is not JSON, the
+            stripped expected text must occur in the file. Without it: the texts, or their
+            JSON values, must be equal.
+
+    Returns:
+        1.0 or 0.0; a file that is not UTF-8 raises ``UnicodeDecodeError``.
+    """
+    if not result:
+        return 0.0
     expected = rules.get("expected")
     if not expected:
         return 0.0
-    text = Path(result).read_text(encoding="utf-8")
-    if options.get("containment_ok", True):
+    text = read_utf8(result)
+    if options.get("containment_ok", False):
         return float(_contains_config(text, expected))
     return float(_same_config(text, expected))
