@@ -8,6 +8,7 @@ multipart forms) and the response shapes; ``server.py`` does routing and sockets
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from email.message import Message
 from typing import Any
@@ -22,6 +23,24 @@ class HTTPError(Exception):
         self.status = status
         self.payload: dict[str, Any] = {"status": "error", "message": message, "error": message}
         self.payload.update(extra)
+
+
+def finite_number(value: Any, name: str) -> float:
+    """A request field that must be a finite number (a JSON number, or a numeric string).
+
+    Raises:
+        HTTPError: 400 for anything else: ``null``, a list or object, a boolean, NaN or an
+            infinity (a NaN deadline never passes, so a loop bounded by it never ends).
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise HTTPError(400, f"{name} must be a number, got {type(value).__name__}")
+    try:
+        number = float(value)
+    except ValueError as e:
+        raise HTTPError(400, f"{name} must be a number, got {value!r}") from e
+    if not math.isfinite(number):
+        raise HTTPError(400, f"{name} must be a finite number, got {value!r}")
+    return number
 
 
 @dataclass
@@ -60,6 +79,8 @@ class Request:
             value = json.loads(self.body)
         except (ValueError, UnicodeDecodeError) as e:
             raise HTTPError(400, f"request body is not valid JSON: {e}") from e
+        except RecursionError as e:  # nested deeper than the parser's recursion limit
+            raise HTTPError(400, "request body is JSON nested too deeply") from e
         if not isinstance(value, dict):
             raise HTTPError(400, "request body must be a JSON object")
         return value

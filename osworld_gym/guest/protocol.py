@@ -126,7 +126,7 @@ def validate_action(action: object) -> dict[str, Any]:
     if not isinstance(action, dict):
         raise WireActionError(f"an action must be an object, got {type(action).__name__}")
     kind = action.get("kind")
-    if kind not in ACTION_FIELDS:
+    if not isinstance(kind, str) or kind not in ACTION_FIELDS:
         raise WireActionError(f"unknown action kind {kind!r}; expected one of {list(ACTION_KINDS)}")
     required, optional = ACTION_FIELDS[kind]
     unknown = set(action) - {"kind", *required, *optional}

@@ -16,7 +16,7 @@ from typing import Any
 from osworld_gym.guest import protocol
 from osworld_gym.guest.capture import ScreenshotOptions
 from osworld_gym.guest.context import GuestContext
-from osworld_gym.guest.http import HTTPError, Request, Response
+from osworld_gym.guest.http import HTTPError, Request, Response, finite_number
 from osworld_gym.guest.routes_files import expand_path
 from osworld_gym.guest.x11 import WindowInfo, keysym_for_key
 from osworld_gym.version import __version__
@@ -66,9 +66,9 @@ def _screenshot_options(query: dict[str, str]) -> ScreenshotOptions:
             max_pixels=int(query.get("max_pixels", 0)),
             cursor=flag("cursor", True),
             settle=flag("settle", False),
-            settle_timeout=float(query.get("settle_timeout", 3.0)),
-            settle_quiet=float(query.get("settle_quiet", 0.2)),
-            settle_interval=float(query.get("settle_interval", 0.04)),
+            settle_timeout=finite_number(query.get("settle_timeout", 3.0), "settle_timeout"),
+            settle_quiet=finite_number(query.get("settle_quiet", 0.2), "settle_quiet"),
+            settle_interval=finite_number(query.get("settle_interval", 0.04), "settle_interval"),
         )
     except ValueError as e:
         raise HTTPError(400, f"bad screenshot option: {e}") from e
@@ -223,7 +223,8 @@ def open_file(ctx: GuestContext, request: Request) -> Response:
     """
     body = request.json()
     path = expand_path(body.get("path"))
-    timeout = min(float(body.get("timeout", ctx.config.open_file_timeout)), MAX_OPEN_FILE_TIMEOUT)
+    timeout = finite_number(body.get("timeout", ctx.config.open_file_timeout), "timeout")
+    timeout = min(max(timeout, 0.0), MAX_OPEN_FILE_TIMEOUT)
     before = {info.window_id: info.title for info in ctx.x11.windows()}
     if path.exists():
         opener = shutil.which("xdg-open")

@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from osworld_gym.guest.context import GuestContext
-from osworld_gym.guest.http import HTTPError, Request, Response
+from osworld_gym.guest.http import HTTPError, Request, Response, finite_number
 
 RUN_PYTHON_TIMEOUT = 30.0
 RUN_BASH_DEFAULT_TIMEOUT = 100.0
@@ -78,14 +78,15 @@ def execute(ctx: GuestContext, request: Request) -> Response:
 def execute_with_verification(ctx: GuestContext, request: Request) -> Response:
     """Run a command, then poll until a window exists or a check command succeeds."""
     body = request.json()
-    result = execute(ctx, request)
     verification = body.get("verification")
+    if verification and not isinstance(verification, dict):
+        raise HTTPError(400, "verification must be an object")
+    # Checked before the command runs: a bad field is refused, never half-done.
+    max_wait = min(max(finite_number(body.get("max_wait_time", 10), "max_wait_time"), 0.0), 300.0)
+    interval = min(max(finite_number(body.get("check_interval", 1), "check_interval"), 0.05), 10.0)
+    result = execute(ctx, request)
     if not verification:
         return result
-    if not isinstance(verification, dict):
-        raise HTTPError(400, "verification must be an object")
-    max_wait = min(float(body.get("max_wait_time", 10)), 300.0)
-    interval = min(max(float(body.get("check_interval", 1)), 0.05), 10.0)
     start = time.monotonic()
     while True:
         if _verified(ctx, verification):
@@ -266,10 +267,7 @@ def run_bash_script(ctx: GuestContext, request: Request) -> Response:
 
 
 def _bounded_timeout(value: Any) -> float:
-    try:
-        timeout = float(value)
-    except (TypeError, ValueError) as e:
-        raise HTTPError(400, f"timeout must be a number, got {value!r}") from e
+    timeout = finite_number(value, "timeout")
     if not 0 < timeout <= MAX_SCRIPT_TIMEOUT:
         raise HTTPError(400, f"timeout must be in (0, {MAX_SCRIPT_TIMEOUT:g}]")
     return timeout
