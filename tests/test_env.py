@@ -306,6 +306,20 @@ def test_check_env(env_id: str) -> None:
         env.close()
 
 
+def test_gym_make_env_works_after_a_first_reset_that_failed() -> None:
+    # Gymnasium 1.4's passive checker would make every later step raise TypeError here.
+    env = gym.make("OSWorld-v0", tasks=[STILL], screen_size=SCREEN, action_format="structured")
+    try:
+        with pytest.raises(UnknownTaskError):
+            env.reset(options={"task_id": "no-such-task"})
+        obs, info = env.reset()
+        assert info["task_id"] == STILL["id"]
+        _, reward, terminated, truncated, info = env.step(Done())
+        assert terminated and not truncated and isinstance(reward, float)
+    finally:
+        env.close()
+
+
 def test_gym_make_by_module_string() -> None:
     env = gym.make("osworld_gym:OSWorld-v0", tasks=[STILL], screen_size=SCREEN)
     try:
