@@ -136,6 +136,11 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Start an episode on ``options["task_id"]`` or a task sampled with the env's RNG."""
+        if options is not None and not isinstance(options, Mapping):
+            raise TypeError(
+                f"reset options must be a mapping such as {{'task_id': ...}}, "
+                f"got {type(options).__name__}"
+            )
         super().reset(seed=seed)
         task = self._choose_task(options or {})
         lacking = self.evaluator.missing(task.evaluator)
@@ -155,7 +160,10 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
     def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         """Run one step: parse, apply the step-limit rule, act, observe, and score at the end."""
         if self._task is None or self._episode_over:
-            raise gym.error.ResetNeeded("call reset() before step() (the episode is over)")
+            raise gym.error.ResetNeeded(
+                "call reset() before step(): no episode is running (none started yet, the "
+                "last one ended, or the env was closed)"
+            )
         self._step += 1
         timings: dict[str, float] = {}
         actions, parse_error, model = self._parse(action)
@@ -204,6 +212,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
             shutil.rmtree(self._eval_dir, ignore_errors=True)
             self._eval_dir = None
         self._healthy = False
+        self._task = None  # a step after close() asks for a reset instead of failing inside
         super().close()
 
     # --- reset helpers ---------------------------------------------------------------------

@@ -320,6 +320,19 @@ def test_gym_make_env_works_after_a_first_reset_that_failed() -> None:
         env.close()
 
 
+def test_bad_reset_options_and_a_step_after_close_get_clear_errors() -> None:
+    env = OSWorldEnv(tasks=[STILL], screen_size=SCREEN, action_format="structured")
+    try:
+        with pytest.raises(TypeError, match="mapping"):
+            env.reset(options="x")  # type: ignore[arg-type]
+        env.reset()
+        env.close()
+        with pytest.raises(gym.error.ResetNeeded, match="reset"):
+            env.step(Done())
+    finally:
+        env.close()
+
+
 def test_gym_make_by_module_string() -> None:
     env = gym.make("osworld_gym:OSWorld-v0", tasks=[STILL], screen_size=SCREEN)
     try:
