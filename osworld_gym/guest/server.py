@@ -16,7 +16,6 @@ import hmac
 import json
 import logging
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -175,27 +174,56 @@ class GuestRequestHandler(BaseHTTPRequestHandler):
 
     def _send(self, response: Response) -> None:
         try:
-            size = os.path.getsize(response.file_path) if response.file_path else len(response.body)
-            self.send_response(response.status)
-            self.send_header("Content-Type", response.content_type)
-            self.send_header("Content-Length", str(size))
-            for name, value in response.headers.items():
-                self.send_header(name, value)
-            if self.close_connection:
-                self.send_header("Connection", "close")
-            self.end_headers()
-            if self.command == "HEAD":
-                return
             if response.file_path:
-                with open(response.file_path, "rb") as f:
-                    shutil.copyfileobj(f, self.wfile, _CHUNK)
-            else:
+                self._send_file(response)
+                return
+            self._send_head(response, len(response.body))
+            if self.command != "HEAD":
                 self.wfile.write(response.body)
         except (BrokenPipeError, ConnectionResetError):
             logger.debug("client went away before the response to %s was sent", self.path)
         except OSError as e:
             logger.warning("could not send response to %s: %s", self.path, e)
             self.close_connection = True
+
+    def _send_head(self, response: Response, size: int) -> None:
+        self.send_response(response.status)
+        self.send_header("Content-Type", response.content_type)
+        self.send_header("Content-Length", str(size))
+        for name, value in response.headers.items():
+            self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+
+    def _send_file(self, response: Response) -> None:
+        """A file's bytes with the length actually sent in ``Content-Length``.
+
+        The size is taken once, from the open file: a file that grows meanwhile is sent as it
+        was then. Files whose size the kernel reports as 0 while they have content (``/proc``)
+        are read whole first. A file that shrinks under us cannot keep the promised length: the
+        connection is closed after it, so the client sees a short body, never the next answer.
+        """
+        assert response.file_path is not None
+        with open(response.file_path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                data = f.read()
+                self._send_head(response, len(data))
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+                return
+            self._send_head(response, size)
+            if self.command == "HEAD":
+                return
+            left = size
+            while left > 0:
+                chunk = f.read(min(_CHUNK, left))
+                if not chunk:
+                    self.close_connection = True
+                    return
+                self.wfile.write(chunk)
+                left -= len(chunk)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """Answer protocol-level errors (bad request line, headers) in JSON too."""

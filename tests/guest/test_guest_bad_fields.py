@@ -92,3 +92,21 @@ def test_json_nested_too_deeply_is_refused_and_the_guest_lives(desktop: LocalDes
     answer = _post(desktop, "/execute", '{"command": ' + "[" * depth + "]" * depth + "}")
     assert answer.status_code == 400, answer.text
     assert desktop.client.execute(["true"]).returncode == 0
+
+
+def test_file_of_a_proc_file_sends_its_real_length(desktop: LocalDesktop) -> None:
+    # /proc files report a size of 0 and have content: the length must be what is sent, or
+    # the next request on the same connection reads the rest as its answer.
+    headers = {"Authorization": f"Bearer {desktop.token}"} if desktop.token else {}
+    with requests.Session() as session:
+        for _ in range(2):  # the second request reuses the connection
+            answer = session.post(
+                desktop.endpoint + "/file",
+                data={"file_path": "/proc/self/status"},
+                headers=headers,
+                timeout=30,
+            )
+            assert answer.status_code == 200
+            assert int(answer.headers["Content-Length"]) == len(answer.content) > 0
+            assert answer.content.startswith(b"Name:")
+        assert session.post(desktop.endpoint + "/screen_size", headers=headers, timeout=30).ok
