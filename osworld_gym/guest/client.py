@@ -94,6 +94,9 @@ class ClientConfig:
         long_timeout: Seconds for calls that run programs (``/execute`` has a 120 s limit).
         retries: Extra attempts for calls that are safe to repeat (reads).
         retry_backoff: Seconds before the first retry; doubles each time.
+        max_idle: Seconds a kept-alive connection may sit unused before the next call opens a
+            new one. Below the guest's idle timeout (300 s), so a call never races the guest
+            closing its connection (a request that is not safe to repeat would fail).
     """
 
     connect_timeout: float = 3.0
@@ -101,6 +104,7 @@ class ClientConfig:
     long_timeout: float = 150.0
     retries: int = 2
     retry_backoff: float = 0.1
+    max_idle: float = 120.0
 
 
 class GuestClient:
@@ -122,6 +126,7 @@ class GuestClient:
             self._session.headers["Authorization"] = f"Bearer {token}"
         self._info: GuestInfo | None = None
         self._home: str | None = None
+        self._last_used = time.monotonic()
 
     # --- transport ---------------------------------------------------------------------
 
@@ -136,6 +141,8 @@ class GuestClient:
     ) -> requests.Response:
         attempts = 1 + (self.config.retries if idempotent else 0)
         delay = self.config.retry_backoff
+        if time.monotonic() - self._last_used > self.config.max_idle:
+            self._session.close()  # drop kept-alive connections; the next call opens one
         for attempt in range(attempts):
             try:
                 response = self._session.request(
@@ -144,6 +151,7 @@ class GuestClient:
                     timeout=(self.config.connect_timeout, timeout or self.config.timeout),
                     **kwargs,
                 )
+                self._last_used = time.monotonic()
             except requests.Timeout as e:
                 error: GuestError = GuestTimeoutError(path, f"no answer in time ({e})")
             except requests.ConnectionError as e:

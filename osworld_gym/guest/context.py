@@ -7,10 +7,11 @@ import os
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from osworld_gym.guest.capture import ScreenCapture
+from osworld_gym.guest.connections import ConnectionLimits
 from osworld_gym.guest.recorder import Recorder
 from osworld_gym.guest.x11 import X11Session
 
@@ -33,6 +34,7 @@ class GuestConfig:
         execute_timeout: Seconds ``/execute`` lets a command run (OSWorld: 120).
         open_file_timeout: Default seconds ``/setup/open_file`` waits for the window.
         official: Serve OSWorld's routes only, without this server's extensions.
+        limits: Connection timeouts and caps.
     """
 
     display: str
@@ -46,6 +48,12 @@ class GuestConfig:
     execute_timeout: float = 120.0
     open_file_timeout: float = 60.0
     official: bool = False
+    limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+
+
+# Variables that may carry the guest's token (ours, and the one OSWorld-image entrypoints read):
+# never handed to the programs the guest starts.
+SECRET_VARIABLES = ("OSWORLD_GYM_GUEST_TOKEN", "OSWORLD_GUEST_TOKEN")
 
 
 class GuestContext:
@@ -69,7 +77,7 @@ class GuestContext:
         OSWorld agents run ``python -c "import pyautogui ..."``; putting this interpreter's
         folder first on PATH makes ``python`` the one the guest's packages are installed in.
         """
-        env = dict(os.environ)
+        env = {k: v for k, v in os.environ.items() if k not in SECRET_VARIABLES}
         env["DISPLAY"] = self.config.display
         bindir = os.path.dirname(sys.executable)
         env["PATH"] = bindir + os.pathsep + env.get("PATH", "/usr/bin:/bin")

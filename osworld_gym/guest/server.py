@@ -6,7 +6,13 @@ Run it inside any Linux desktop::
 
 It binds to loopback unless told otherwise, requires ``Authorization: Bearer <token>`` on every
 request when a token is set (compared in constant time), caps request bodies, and answers JSON
-4xx errors to malformed requests; no request can stop it.
+4xx errors to malformed requests; no request can stop it. Idle and slow connections are closed
+and their number capped (:mod:`osworld_gym.guest.connections`), so no client without the token
+can starve the one with it.
+
+The token comes from ``--token-file``, an inherited descriptor (``--token-fd``) or the
+``OSWORLD_GYM_GUEST_TOKEN`` variable, which the server removes from its environment: the
+programs it starts never see the token.
 """
 
 from __future__ import annotations
@@ -21,10 +27,17 @@ import sys
 import threading
 from collections.abc import Callable
 from email.message import Message
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
 from osworld_gym.guest import routes_desktop, routes_exec, routes_files, routes_media
+from osworld_gym.guest.connections import (
+    Connection,
+    ConnectionLimits,
+    ConnectionReader,
+    ConnectionServer,
+    SocketWriter,
+)
 from osworld_gym.guest.context import GuestConfig, GuestContext
 from osworld_gym.guest.http import HTTPError, Request, Response
 
@@ -33,6 +46,8 @@ logger = logging.getLogger(__name__)
 Route = Callable[[GuestContext, Request], Response]
 _UPLOAD_PATHS = frozenset({"/setup/upload"})
 _CHUNK = 1 << 20
+_REALM = "osworld-gym-guest"
+TOKEN_VARIABLE = "OSWORLD_GYM_GUEST_TOKEN"
 
 
 EXTENSION_PATHS = frozenset({"/health", "/actions"})
@@ -54,26 +69,45 @@ def build_routes(official: bool = False) -> dict[str, dict[str, Route]]:
     return table
 
 
-class GuestHTTPServer(ThreadingHTTPServer):
-    """A threaded HTTP server carrying the guest's context and route table."""
-
-    daemon_threads = True
-    allow_reuse_address = True
+class GuestHTTPServer(ConnectionServer):
+    """The guest's HTTP server: its context, route table and connection limits."""
 
     def __init__(self, ctx: GuestContext) -> None:
         self.ctx = ctx
         self.routes = build_routes(official=ctx.config.official)
-        super().__init__((ctx.config.host, ctx.config.port), GuestRequestHandler)
+        super().__init__((ctx.config.host, ctx.config.port), ctx.config.limits)
+
+    def run_request(self, conn: Connection) -> bool:
+        """Serve the request whose head ``conn`` holds; True keeps the connection open."""
+        handler = GuestRequestHandler(conn, conn.address, self)
+        return not handler.close_connection
 
 
 class GuestRequestHandler(BaseHTTPRequestHandler):
-    """Parses a request, checks the token and size limits, dispatches, and never raises."""
+    """Parses one request, checks the token and size limits, dispatches, and never raises.
 
-    server: GuestHTTPServer
+    It serves exactly one request of a :class:`Connection`; the server's selector waits for the
+    next one, so an idle keep-alive connection holds no thread.
+    """
+
+    server: GuestHTTPServer  # type: ignore[assignment]
+    request: Connection  # type: ignore[assignment]
     protocol_version = "HTTP/1.1"  # keep-alive: the client reuses one connection per desktop
-    # Headers and body go out in separate writes; with Nagle on, delayed ACKs add 40 ms.
-    disable_nagle_algorithm = True
     server_version = "osworld-gym-guest"
+
+    def setup(self) -> None:
+        """Read from the connection's buffer and socket; write straight to the socket."""
+        self.connection = self.request.sock
+        self.rfile = ConnectionReader(self.request)  # type: ignore[assignment]
+        self.wfile = SocketWriter(self.request.sock)  # type: ignore[assignment]
+
+    def handle(self) -> None:
+        """One request (``http.server`` would loop over the connection's requests here)."""
+        self.close_connection = True
+        self.handle_one_request()
+
+    def finish(self) -> None:
+        """Nothing to flush or close: the server owns the connection."""
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         """Serve a GET request."""
@@ -89,6 +123,14 @@ class GuestRequestHandler(BaseHTTPRequestHandler):
 
     do_DELETE = do_PATCH = do_PUT  # noqa: N815
 
+    def do_HEAD(self) -> None:  # noqa: N802
+        """A GET route's status and headers without its body."""
+        self._handle()
+
+    def do_OPTIONS(self) -> None:  # noqa: N802
+        """The methods a path allows, in ``Allow`` (``*`` for the server's)."""
+        self._handle()
+
     def _handle(self) -> None:
         try:
             response = self._dispatch()
@@ -102,12 +144,16 @@ class GuestRequestHandler(BaseHTTPRequestHandler):
 
     def _dispatch(self) -> Response:
         url = urlsplit(self.path)
-        self._check_token()
+        refused = self._check_token()
+        if refused is not None:
+            return refused
+        if self.command == "OPTIONS":
+            return self._options(url.path)
         methods = self.server.routes.get(url.path)
         if methods is None:
             self._discard_body()
             raise HTTPError(404, f"no such endpoint: {url.path}")
-        handler = methods.get(self.command)
+        handler = methods.get("GET" if self.command == "HEAD" else self.command)
         if handler is None:
             self._discard_body()
             raise HTTPError(405, f"{self.command} not allowed on {url.path}; use {sorted(methods)}")
@@ -116,15 +162,38 @@ class GuestRequestHandler(BaseHTTPRequestHandler):
         request = Request(self.command, url.path, query, self._headers_message(), body)
         return handler(self.server.ctx, request)
 
-    def _check_token(self) -> None:
+    def _check_token(self) -> Response | None:
+        """None when the request may go on, else the 401 answer (its body left unread)."""
         expected = self.server.ctx.config.token
-        if not expected:
-            return
-        given = self.headers.get("Authorization", "")
-        token = given[len("Bearer ") :] if given.startswith("Bearer ") else ""
-        if not hmac.compare_digest(token.encode(), expected.encode()):
-            self._discard_body()
-            raise HTTPError(401, "missing or wrong token (send 'Authorization: Bearer <token>')")
+        if expected:
+            given = self.headers.get("Authorization", "")
+            token = given[len("Bearer ") :] if given.startswith("Bearer ") else ""
+            if not hmac.compare_digest(token.encode(), expected.encode()):
+                # Close rather than read a stranger's body: reading costs us, not them.
+                self.close_connection = True
+                message = "missing or wrong token (send 'Authorization: Bearer <token>')"
+                payload = {"status": "error", "message": message, "error": message}
+                response = Response.json(payload, status=401)
+                response.headers["WWW-Authenticate"] = f'Bearer realm="{_REALM}"'
+                return response
+        self.request.trusted = True
+        return None
+
+    def _options(self, path: str) -> Response:
+        self._discard_body()
+        if path == "*":
+            allowed = {m for methods in self.server.routes.values() for m in methods}
+        else:
+            methods = self.server.routes.get(path)
+            if methods is None:
+                raise HTTPError(404, f"no such endpoint: {path}")
+            allowed = set(methods)
+        if "GET" in allowed:
+            allowed.add("HEAD")
+        allowed.add("OPTIONS")
+        response = Response(b"", status=200, content_type="application/json")
+        response.headers["Allow"] = ", ".join(sorted(allowed))
+        return response
 
     def _content_length(self) -> int:
         raw = self.headers.get("Content-Length")
@@ -150,7 +219,11 @@ class GuestRequestHandler(BaseHTTPRequestHandler):
         if length > limit:
             self.close_connection = True  # the unread body makes the connection unusable
             raise HTTPError(413, f"request body of {length} bytes exceeds the limit of {limit}")
-        body = self.rfile.read(length)
+        try:
+            body = self.rfile.read(length)
+        except OSError as e:  # the body stalled past the body timeout, or the client left
+            self.close_connection = True
+            raise HTTPError(408, f"request body not received: {e}") from e
         if len(body) != length:
             self.close_connection = True
             raise HTTPError(400, "request body shorter than its Content-Length")
@@ -164,7 +237,10 @@ class GuestRequestHandler(BaseHTTPRequestHandler):
         if length > self.server.ctx.config.max_body_bytes:
             self.close_connection = True
             return
-        self.rfile.read(length)
+        try:
+            self.rfile.read(length)
+        except OSError:
+            self.close_connection = True
 
     def _headers_message(self) -> Message:
         message = Message()
@@ -262,6 +338,23 @@ def serve(config: GuestConfig, ready: threading.Event | None = None) -> GuestHTT
     return server
 
 
+def read_token(token_file: str | None = None, token_fd: int | None = None) -> str | None:
+    """The shared token from a file, an inherited descriptor, or ``OSWORLD_GYM_GUEST_TOKEN``.
+
+    The variable is removed from this process's environment once read, so no program the guest
+    starts inherits it (``/execute env`` would print it otherwise). A file or a descriptor
+    keeps it out of every environment, and out of ``ps`` and ``/proc/<pid>/environ``.
+    """
+    token = os.environ.pop(TOKEN_VARIABLE, None)
+    if token_file:
+        with open(token_file) as f:
+            token = f.read()
+    elif token_fd is not None:
+        with os.fdopen(token_fd, "r", closefd=True) as f:
+            token = f.read()
+    return token.strip() or None if token else None
+
+
 def parse_args(argv: list[str] | None = None) -> GuestConfig:
     """Parse the command line into a :class:`GuestConfig`."""
     parser = argparse.ArgumentParser(prog="osworld-gym-guest", description=__doc__.split("\n")[0])
@@ -270,6 +363,11 @@ def parse_args(argv: list[str] | None = None) -> GuestConfig:
     parser.add_argument("--port", type=int, default=5000, help="TCP port; 0 picks a free one")
     parser.add_argument("--port-file", help="write the bound port to this file once listening")
     parser.add_argument("--token-file", help="file holding the shared token")
+    parser.add_argument(
+        "--token-fd",
+        type=int,
+        help="inherited file descriptor to read the shared token from (closed after reading)",
+    )
     parser.add_argument("--max-upload-mb", type=int, default=512, help="largest upload accepted")
     parser.add_argument("--state-dir", help="folder for recordings and temporary scripts")
     parser.add_argument(
@@ -277,14 +375,29 @@ def parse_args(argv: list[str] | None = None) -> GuestConfig:
         action="store_true",
         help="behave like OSWorld's own server: no extensions (for testing)",
     )
+    defaults = ConnectionLimits()
+    parser.add_argument(
+        "--header-timeout",
+        type=float,
+        default=defaults.header_timeout,
+        help="seconds a request's line and headers may take (default %(default)s)",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=defaults.idle_timeout,
+        help="seconds a keep-alive connection may wait between requests (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        help="open connections at most (default: the file limit less a reserve)",
+    )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     if not args.display:
         parser.error("no display: pass --display or set DISPLAY")
-    token = os.environ.get("OSWORLD_GYM_GUEST_TOKEN")
-    if args.token_file:
-        with open(args.token_file) as f:
-            token = f.read().strip()
+    token = read_token(args.token_file, args.token_fd)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
     return GuestConfig(
         display=args.display,
@@ -295,6 +408,11 @@ def parse_args(argv: list[str] | None = None) -> GuestConfig:
         max_upload_bytes=args.max_upload_mb * 1024 * 1024,
         state_dir=args.state_dir,
         official=args.official,
+        limits=ConnectionLimits(
+            header_timeout=args.header_timeout,
+            idle_timeout=args.idle_timeout,
+            max_connections=args.max_connections,
+        ),
     )
 
 
