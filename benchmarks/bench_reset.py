@@ -43,6 +43,9 @@ from osworld_gym.providers.docker_provider import (
     container_spec,
     ownership_labels,
 )
+from osworld_gym.providers.docker_provider import (
+    start_container as start_desktop_container,
+)
 from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
 from osworld_gym.providers.ports import reserve_port
 
@@ -109,7 +112,7 @@ def bench_osworld_semantics(
                 token=token,
                 labels=ownership_labels(provider.run_id),
             )
-            return client.containers.run(**spec)
+            return start_desktop_container(client, spec, token)
 
         def wait_for_screenshot() -> None:
             deadline = time.monotonic() + 300  # OSWorld's limit

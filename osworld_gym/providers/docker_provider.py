@@ -7,7 +7,10 @@ Two kinds of image run:
   start in about a second, so a reset is a fresh container from the image: every trace of the
   episode (files, processes, settings) is gone. Containers use host networking (engines
   started with ``--bridge=none`` have no other network) and the guest binds a reserved
-  loopback port (:mod:`osworld_gym.providers.ports`) with a random token.
+  loopback port (:mod:`osworld_gym.providers.ports`) with a random token. The token goes in as
+  a file (``/run/osworld-gym/guest-token``, mode 0600, copied into the created container
+  before it starts), never as an environment variable: ``docker inspect`` and the desktop's
+  programs do not see it.
   ``reset_mode="session"`` resets in place instead (cheaper than a new container): a ``docker
   exec`` of ``osworld-gym-reset-session`` as root kills every process but Xvfb, openbox and
   the guest, restores ``/home/user`` from the snapshot the image took at build time, cleans
@@ -17,6 +20,12 @@ Two kinds of image run:
   booting ``Ubuntu.qcow2`` mounted read-only, with ``/dev/kvm`` when the host has it (spec
   §4.1). It needs an engine with a bridge network (its port 5000 is published on loopback) and
   boots for minutes without KVM; every reset is such a boot, as in OSWorld.
+
+Guests of a remote engine bind the engine host's loopback too (ours, and the official image's
+published ports), and this host reaches each desktop's guest and service ports (CDP, VLC)
+through SSH tunnels (:mod:`osworld_gym.providers.ssh_tunnel`, one SSH connection per desktop):
+for ``ssh://`` engines with the engine's own SSH login, for ``tcp://`` engines with
+``guest_ssh``. Plain HTTP across the network (``guest_transport="direct"``) only when asked for.
 
 Every container carries labels naming the host, process and run that started it. A provider
 removes, when it starts, the containers whose starting process is gone (an interrupted run's
@@ -28,11 +37,14 @@ The docker SDK is imported lazily: ``pip install 'osworld-gym[docker]'``.
 
 from __future__ import annotations
 
+import http.client
+import io
 import itertools
 import logging
 import os
 import secrets
 import socket
+import tarfile
 import time
 import uuid
 import weakref
@@ -40,6 +52,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
 from osworld_gym.errors import DesktopDiedError, GuestError, ProviderError
 from osworld_gym.guest.client import ClientConfig, GuestClient
@@ -52,6 +65,7 @@ from osworld_gym.providers.services import (
     port_environment,
     service_urls,
 )
+from osworld_gym.providers.ssh_tunnel import SSHConfig, SSHConnection, SSHTunnel
 
 if TYPE_CHECKING:
     import docker
@@ -70,6 +84,12 @@ _OFFICIAL_GUEST_PORT = 5000
 _STATUS_POLL = 0.5  # seconds between container status checks while waiting for the guest
 _LOG_TAIL_LINES = 30
 SESSION_RESET_COMMAND = "/usr/local/bin/osworld-gym-reset-session"
+# Where our image's guest finds its token (osworld-gym-desktop's OSWORLD_GUEST_TOKEN_FILE).
+TOKEN_FILE = "/run/osworld-gym/guest-token"
+_GUEST_UID = 1000  # user `user` of our image, who runs the guest and must read the token
+# Guests of remote engines bind this address of the engine's host; tunnels lead there.
+_ENGINE_LOOPBACK = "127.0.0.1"
+_GUEST_PORT_NAME = "guest"  # the guest server's entry among a desktop's reached ports
 
 
 @dataclass(frozen=True)
@@ -85,9 +105,20 @@ class DockerProviderConfig(ProviderConfig):
         memory: Memory limit of each container, e.g. ``"4g"`` (None: no limit).
         shm_size: Size of ``/dev/shm`` (LibreOffice and browsers need more than 64 MB).
         use_token: Protect each guest with a random token (ours only).
-        guest_host: Address the guests are reached at from here. Default: loopback for a
-            local engine, the engine's host for a remote one (its guests then bind all
-            interfaces, protected by their token).
+        guest_transport: How this host reaches the guests (and the desktops' CDP and VLC
+            ports). ``"auto"``: directly on loopback for a local engine (``base_url`` or
+            ``DOCKER_HOST`` a unix socket or a loopback address), through SSH tunnels for a
+            remote one (guests bind the engine host's loopback; a ``tcp://`` engine then needs
+            ``guest_ssh``). ``"ssh"``: always through SSH tunnels. ``"direct"``: plain HTTP to
+            ``guest_host`` (default: the engine's host, whose guests then bind all interfaces
+            and whose tokens cross the network in clear text; a warning is logged).
+        guest_ssh: The SSH server of the engine's host that tunnels go through. Default for
+            ``ssh://`` engines: the engine's own login (its URL, ``~/.ssh/config`` and
+            ``~/.ssh/known_hosts``, as the docker SDK reads them).
+        guest_host: Address the guests are reached at from here with ``"direct"``. Default:
+            loopback for a local engine, the engine's host for a remote one. A loopback
+            address selects ``"direct"`` under ``"auto"`` (a forward of your own); another
+            address needs ``guest_transport="direct"``.
         reap_leftovers: Remove, when the provider starts, containers left by dead processes.
         extra_env: Extra environment variables for every container.
         official: Run OSWorld's QEMU-in-Docker image with ``Ubuntu.qcow2`` instead of ours.
@@ -110,6 +141,8 @@ class DockerProviderConfig(ProviderConfig):
     memory: str | None = "4g"
     shm_size: str | None = "512m"
     use_token: bool = True
+    guest_transport: Literal["auto", "ssh", "direct"] = "auto"
+    guest_ssh: SSHConfig | None = None
     guest_host: str | None = None
     reap_leftovers: bool = True
     extra_env: tuple[tuple[str, str], ...] = field(default_factory=tuple)
@@ -127,6 +160,11 @@ class DockerProviderConfig(ProviderConfig):
             raise ValueError(f"reset_mode must be 'recreate' or 'session', not {self.reset_mode!r}")
         if self.official and self.reset_mode == "session":
             raise ValueError("reset_mode='session' needs our image (official=False)")
+        if self.guest_transport not in ("auto", "ssh", "direct"):
+            raise ValueError(
+                f"guest_transport must be 'auto', 'ssh' or 'direct', not {self.guest_transport!r}"
+            )
+        _resolve_transport(self)  # refuses unsafe or incomplete settings now, not at launch
 
     @classmethod
     def for_official(cls, vm_image_path: str, **settings: Any) -> DockerProviderConfig:
@@ -137,23 +175,95 @@ class DockerProviderConfig(ProviderConfig):
         return cls(official=True, vm_image_path=vm_image_path, **settings)
 
     @property
+    def engine_url(self) -> str | None:
+        """The engine's URL: ``base_url``, else ``DOCKER_HOST`` (None: the local socket)."""
+        return self.base_url or os.environ.get("DOCKER_HOST") or None
+
+    @property
+    def transport(self) -> Literal["ssh", "direct"]:
+        """How guests are reached: ``guest_transport`` with ``"auto"`` resolved.
+
+        Raises:
+            ValueError: the settings ask for plain HTTP across the network without saying
+                ``"direct"``, or for tunnels without an SSH server to go through.
+        """
+        return _resolve_transport(self)
+
+    @property
     def reaches_guest_at(self) -> str:
-        """The address guests are reached at (see ``guest_host``)."""
+        """The address guests are reached at from here (a tunnel's local end for ``"ssh"``)."""
+        if self.transport == "ssh":
+            return "127.0.0.1"
         if self.guest_host:
             return self.guest_host
-        host = engine_host(self.base_url)
+        host = engine_host(self.engine_url)
         return "127.0.0.1" if is_loopback(host) else str(host)
 
     @property
     def guest_bind_host(self) -> str:
-        """The address our guests bind inside their (host-networked) container."""
-        return "127.0.0.1" if is_loopback(self.reaches_guest_at) else "0.0.0.0"
+        """The address guests bind on the engine's host (ours; the official image's ports).
+
+        All interfaces only for ``"direct"`` to a non-loopback address; loopback otherwise.
+        """
+        if self.transport == "direct" and not is_loopback(self.reaches_guest_at):
+            return "0.0.0.0"
+        return _ENGINE_LOOPBACK
+
+    def ssh_for_guests(self) -> SSHConfig | None:
+        """The SSH server that tunnels to the guests go through (None for ``"direct"``)."""
+        if self.transport != "ssh":
+            return None
+        if self.guest_ssh is not None:
+            return self.guest_ssh
+        assert self.engine_url is not None  # _resolve_transport checked it is ssh://
+        return SSHConfig.from_openssh_config(self.engine_url)
 
     def use_kvm(self) -> bool:
         """Whether official containers get ``/dev/kvm``."""
         if self.kvm is not None:
             return self.kvm
-        return is_loopback(engine_host(self.base_url)) and Path("/dev/kvm").exists()
+        return is_loopback(engine_host(self.engine_url)) and Path("/dev/kvm").exists()
+
+
+def _is_ssh_url(url: str | None) -> bool:
+    return bool(url) and urlsplit(url).scheme == "ssh"
+
+
+def _resolve_transport(config: DockerProviderConfig) -> Literal["ssh", "direct"]:
+    """``config.guest_transport`` with ``"auto"`` resolved; see :class:`DockerProviderConfig`."""
+    url = config.engine_url
+    if config.guest_transport == "direct":
+        return "direct"
+    if config.guest_transport == "ssh":
+        if config.guest_host:
+            raise ValueError(
+                "guest_host is for guest_transport='direct': tunnels reach the guests on "
+                "the loopback of the engine's host"
+            )
+        if config.guest_ssh is None and not _is_ssh_url(url):
+            raise ValueError(
+                f"guest_transport='ssh' needs guest_ssh (the SSH server of the engine's host) "
+                f"for the engine {url or '(local socket)'}"
+            )
+        return "ssh"
+    if config.guest_host:
+        if is_loopback(config.guest_host):
+            return "direct"
+        raise ValueError(
+            f"guest_host={config.guest_host!r} is not a loopback address: guests reached "
+            "there speak plain HTTP and their tokens cross the network in clear text; set "
+            "guest_transport='direct' to accept that, or leave guest_host unset to reach "
+            "them through SSH tunnels"
+        )
+    if is_loopback(engine_host(url)):
+        return "direct"
+    if config.guest_ssh is not None or _is_ssh_url(url):
+        return "ssh"
+    raise ValueError(
+        f"the Docker engine {url} is remote: set guest_ssh (an SSHConfig for its host) to "
+        "reach its guests through SSH tunnels, or guest_transport='direct' to reach them "
+        "over plain HTTP (their tokens then cross the network in clear text)"
+    )
 
 
 def container_spec(
@@ -165,13 +275,16 @@ def container_spec(
     labels: dict[str, str],
     service_ports: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """Keyword arguments of ``containers.run`` for one desktop (pure; tested on its own).
+    """Keyword arguments of ``containers.create`` for one desktop (pure; tested on its own).
+
+    The token is not in it: the container's environment only names the file that
+    :func:`start_container` puts into the created container before it starts.
 
     Args:
         config: The provider's settings.
         name: Container name.
         port: Host port of the guest server.
-        token: The guest's token (ours only).
+        token: The guest's token (ours only), or None for a guest without one.
         labels: Ownership labels.
         service_ports: Host ports for OSWorld's in-desktop services by name (``"cdp"``,
             ``"chrome_debugging"``, ``"vlc"``): our image's wrappers use them (its containers
@@ -202,9 +315,31 @@ def container_spec(
         **dict(config.extra_env),
     }
     if token:
-        environment["OSWORLD_GUEST_TOKEN"] = token
+        environment["OSWORLD_GUEST_TOKEN_FILE"] = TOKEN_FILE
     spec.update(image=config.image, environment=environment, network_mode="host")
     return spec
+
+
+def token_archive(token: str, path: str = TOKEN_FILE, uid: int = _GUEST_UID) -> bytes:
+    """A tar archive, to extract at ``/``, holding ``token`` at ``path`` for user ``uid`` only.
+
+    Its folder (mode 0700) and the file (0600) belong to ``uid``; the engine keeps the
+    owners of ``put_archive`` entries.
+    """
+    buffer = io.BytesIO()
+    data = token.encode()
+    now = time.time()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        folder = tarfile.TarInfo(os.path.dirname(path).lstrip("/"))
+        folder.type, folder.mode = tarfile.DIRTYPE, 0o700
+        entry = tarfile.TarInfo(path.lstrip("/"))
+        entry.size, entry.mode = len(data), 0o600
+        for info in (folder, entry):
+            info.uid = info.gid = uid
+            info.mtime = now
+        tar.addfile(folder)
+        tar.addfile(entry, io.BytesIO(data))
+    return buffer.getvalue()
 
 
 def _official_spec(
@@ -242,6 +377,34 @@ def _official_spec(
     if kvm:
         spec["devices"] = ["/dev/kvm:/dev/kvm:rwm"]
     return spec
+
+
+def start_container(client: docker.DockerClient, spec: dict[str, Any], token: str | None) -> Any:
+    """Create a container from :func:`container_spec`, put its token file in, start it.
+
+    The file is in place before the entrypoint runs, which refuses to start without it.
+
+    Args:
+        client: The engine.
+        spec: Keyword arguments from :func:`container_spec`.
+        token: The token the spec was made with (None: no file).
+
+    Returns:
+        The started container.
+
+    Raises:
+        docker.errors.DockerException: the engine refused a step (the container, if it was
+            created, is removed).
+    """
+    container = client.containers.create(**spec)
+    try:
+        if token:
+            container.put_archive("/", token_archive(token))
+        container.start()
+    except BaseException:
+        _remove_container(container)
+        raise
+    return container
 
 
 # --- ownership labels and the reaper --------------------------------------------------------
@@ -305,7 +468,9 @@ def reap_leftovers(client: docker.DockerClient) -> list[str]:
     errors = docker_sdk().errors
     removed = []
     filters = {"label": f"{OWNER_LABEL}={socket.gethostname()}"}
-    for container in client.containers.list(all=True, filters=filters):
+    # ignore_removed: a container removed between the listing and its inspection (another
+    # process's close or reaper) is skipped instead of failing the whole sweep.
+    for container in client.containers.list(all=True, filters=filters, ignore_removed=True):
         if owner_is_alive(container.labels) is not False:
             continue
         try:
@@ -335,6 +500,14 @@ class DockerProvider(Provider):
         self.config: DockerProviderConfig
         self.run_id = uuid.uuid4().hex[:12]
         self._names = itertools.count()
+        self.guest_ssh = self.config.ssh_for_guests()
+        if self.config.transport == "direct" and not is_loopback(self.config.reaches_guest_at):
+            logger.warning(
+                "guests of %s bind all interfaces and are reached over plain HTTP at %s "
+                "(guest_transport='direct'): their tokens cross the network in clear text",
+                self.config.engine_url,
+                self.config.reaches_guest_at,
+            )
         self.client = connect(self.config.base_url)
         if self.config.reap_leftovers:
             reap_leftovers(self.client)
@@ -363,10 +536,15 @@ class DockerProvider(Provider):
 
 
 def _remove(state: dict[str, Any]) -> None:
-    """Remove the desktop's container and give back its port (also the GC finalizer)."""
+    """Remove the desktop's container, tunnels and ports (also the GC finalizer)."""
     container = state.pop("container", None)
     if container is not None:
         _remove_container(container)
+    for tunnel in state.pop("tunnels", {}).values():
+        tunnel.close()
+    connection: SSHConnection | None = state.pop("ssh", None)
+    if connection is not None:
+        connection.close()
     reservation: PortReservation | None = state.pop("port", None)
     if reservation is not None:
         reservation.release()
@@ -407,7 +585,10 @@ class DockerDesktop(Desktop):
                 OSWORLD_SERVICE_PORTS, self._state["service_ports"], strict=True
             )
         }
+        # Where this host connects, by name: the engine host's ports, or tunnels' local ends.
+        self._reached_ports = {_GUEST_PORT_NAME: self.port, **self.service_ports}
         try:
+            self._open_tunnels()
             self._start_container()
         except BaseException:
             self.close()
@@ -421,7 +602,7 @@ class DockerDesktop(Desktop):
     @property
     def endpoint(self) -> str:
         """Base URL of this desktop's guest server."""
-        return f"http://{self.config.reaches_guest_at}:{self.port}"
+        return f"http://{self.config.reaches_guest_at}:{self._reached_ports[_GUEST_PORT_NAME]}"
 
     @property
     def token(self) -> str | None:
@@ -436,7 +617,13 @@ class DockerDesktop(Desktop):
     @property
     def service_urls(self) -> dict[str, str]:
         """The desktop's OSWorld services at their host ports."""
-        return service_urls(self.config.reaches_guest_at, self.service_ports)
+        services = {name: self._reached_ports[name] for name in self.service_ports}
+        return service_urls(self.config.reaches_guest_at, services)
+
+    @property
+    def tunnels(self) -> dict[str, SSHTunnel]:
+        """The SSH tunnels by name (``"guest"``, ``"cdp"``, ``"vlc"``); empty unless ``"ssh"``."""
+        return dict(self._state.get("tunnels", {}))
 
     @property
     def container(self) -> Any:
@@ -505,6 +692,22 @@ class DockerDesktop(Desktop):
 
     # --- start-up ------------------------------------------------------------------------
 
+    def _open_tunnels(self) -> None:
+        """Forward the guest's and the host-facing services' ports (``"ssh"`` transport).
+
+        One SSH connection carries them all and outlives resets: a recreated container binds
+        the same ports on the engine's host.
+        """
+        ssh = self.provider.guest_ssh
+        if ssh is None:
+            return
+        self._state["ssh"] = connection = SSHConnection(ssh)
+        tunnels: dict[str, SSHTunnel] = {}
+        self._state["tunnels"] = tunnels
+        for name in (_GUEST_PORT_NAME, *HOST_FACING_SERVICES):
+            tunnels[name] = SSHTunnel(connection, _ENGINE_LOOPBACK, self._reached_ports[name])
+            self._reached_ports[name] = tunnels[name].local_port
+
     def _remove_current(self) -> None:
         container = self._state.pop("container", None)
         if container is not None:
@@ -524,10 +727,34 @@ class DockerDesktop(Desktop):
         )
         errors = docker_sdk().errors
         try:
-            self._state["container"] = self.provider.client.containers.run(**spec)
+            self._state["container"] = start_container(self.provider.client, spec, self._token)
         except errors.DockerException as e:
             raise ProviderError(f"docker could not start {spec['name']}: {e}") from e
         self._wait_until_ready(time.monotonic() + self.config.boot_timeout)
+        if self._token:
+            self._check_token_required()
+
+    def _check_token_required(self) -> None:
+        """Refuse a guest that answers a request without the token.
+
+        An image whose entrypoint predates ``OSWORLD_GUEST_TOKEN_FILE`` starts its guest
+        without a token; better no desktop than one anybody can drive.
+        """
+        parts = urlsplit(self.endpoint)
+        connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10.0)
+        try:
+            connection.request("GET", "/health")
+            status = connection.getresponse().status
+        except (OSError, http.client.HTTPException) as e:
+            raise ProviderError(f"guest of {self.container_name} stopped answering: {e}") from e
+        finally:
+            connection.close()
+        if status != 401:
+            raise ProviderError(
+                f"guest of {self.container_name} answered {status} without its token: the "
+                f"image {self.config.image} does not read OSWORLD_GUEST_TOKEN_FILE; rebuild it "
+                "with `bash scripts/build_guest_image.sh`"
+            )
 
     def _wait_until_ready(self, deadline: float) -> None:
         """Poll the guest until it answers, checking that the container still runs."""

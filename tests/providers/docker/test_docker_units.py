@@ -18,6 +18,7 @@ from osworld_gym.providers.docker_provider import (
     OWNER_LABEL,
     PID_LABEL,
     PID_START_LABEL,
+    TOKEN_FILE,
     DockerProviderConfig,
     container_spec,
     owner_is_alive,
@@ -34,27 +35,32 @@ def test_our_image_runs_on_host_network_with_limits_and_token() -> None:
     spec = container_spec(config, name="c0", port=24001, token="s3cret", labels=LABELS)
     assert spec["image"] == "osworld-gym/desktop:latest"
     assert spec["network_mode"] == "host" and "ports" not in spec
+    # The token itself goes in as a file (token_archive), never in the environment.
     assert spec["environment"] == {
         "OSWORLD_GUEST_HOST": "127.0.0.1",
         "OSWORLD_GUEST_PORT": "24001",
         "OSWORLD_SCREEN": "1280x720",
         "OSWORLD_BOOT_TIMEOUT": "60",
-        "OSWORLD_GUEST_TOKEN": "s3cret",
+        "OSWORLD_GUEST_TOKEN_FILE": TOKEN_FILE,
     }
+    assert "s3cret" not in repr(spec)
     assert spec["nano_cpus"] == 1_500_000_000 and spec["mem_limit"] == "2g"
     assert spec["labels"] == LABELS and spec["init"] and spec["detach"]
     unlimited = container_spec(
         DockerProviderConfig(cpus=None, memory=None), name="c1", port=1, token=None, labels={}
     )
     assert "nano_cpus" not in unlimited and "mem_limit" not in unlimited
-    assert "OSWORLD_GUEST_TOKEN" not in unlimited["environment"]
+    assert "OSWORLD_GUEST_TOKEN_FILE" not in unlimited["environment"]
 
 
-def test_remote_engines_bind_all_interfaces_and_are_reached_at_their_host() -> None:
+def test_remote_engines_bind_loopback_and_are_reached_through_ssh() -> None:
+    # More cases in test_docker_transport_units.py.
     local = DockerProviderConfig(base_url="ssh://root@127.0.0.1:2222")
     assert (local.reaches_guest_at, local.guest_bind_host) == ("127.0.0.1", "127.0.0.1")
+    assert local.transport == "direct"
     remote = DockerProviderConfig(base_url="ssh://user@10.1.2.3")
-    assert (remote.reaches_guest_at, remote.guest_bind_host) == ("10.1.2.3", "0.0.0.0")
+    assert (remote.reaches_guest_at, remote.guest_bind_host) == ("127.0.0.1", "127.0.0.1")
+    assert remote.transport == "ssh"
     tunnelled = DockerProviderConfig(base_url="tcp://10.1.2.3:2375", guest_host="localhost")
     assert (tunnelled.reaches_guest_at, tunnelled.guest_bind_host) == ("localhost", "127.0.0.1")
 
