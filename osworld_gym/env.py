@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import logging
 import shutil
-import tempfile
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ from osworld_gym.errors import (
 )
 from osworld_gym.evaluation.evaluator import EvaluationResult, Evaluator
 from osworld_gym.evaluation.getters import EvalContext
-from osworld_gym.providers import Desktop, Provider, ProviderConfig, make_provider
+from osworld_gym.providers import Desktop, Provider, ProviderConfig, make_provider, processes
 from osworld_gym.task_setup import SetupContext, SetupInterpreter
 from osworld_gym.tasks import Task, TaskSet, load_tasks
 
@@ -56,6 +56,7 @@ _INFRA_ERRORS = (GuestError, ProviderError)
 _UNSCORABLE = (TaskSetupError, EvaluatorError, DependencyNotInstalled)
 MAX_INSTRUCTION_CHARS = 8192
 MAX_A11Y_CHARS = 4_000_000  # a busy LibreOffice tree is about 1 MB
+EVAL_FOLDER_PREFIX = f"{processes.FOLDER_PREFIX}eval-"  # each env's files fetched for scoring
 
 
 class OSWorldEnv(gym.Env[dict[str, Any], Any]):
@@ -128,7 +129,12 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         self._episode_over = True
         self._last_obs: dict[str, Any] | None = None
         self.restarts = 0
-        self._eval_dir: Path | None = None  # files the evaluator fetched, until the next one
+        # This env's folder for files the evaluator fetched (made at the first evaluation),
+        # deleted on close, garbage collection or exit; after a SIGKILL by the next env or
+        # provider start, or by a local desktop's watchdog (it records its owner).
+        self._eval_dir: Path | None = None
+        self._eval_dir_finalizer: weakref.finalize | None = None
+        processes.remove_dead_folders(prefix=EVAL_FOLDER_PREFIX)
 
     # --- Gymnasium API -----------------------------------------------------------------------
 
@@ -208,9 +214,9 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         if self._desktop is not None:
             self._desktop.close()
             self._desktop = None
-        if self._eval_dir is not None:
-            shutil.rmtree(self._eval_dir, ignore_errors=True)
-            self._eval_dir = None
+        if self._eval_dir_finalizer is not None:
+            self._eval_dir_finalizer()
+            self._eval_dir, self._eval_dir_finalizer = None, None
         self._healthy = False
         self._task = None  # a step after close() asks for a reset instead of failing inside
         super().close()
@@ -230,6 +236,8 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
             try:
                 self._timed(timings, "desktop", self._fresh_desktop)
                 report = self._timed(timings, "setup", self._interpreter(task).run, task.config)
+                assert self._desktop is not None
+                self._desktop.quick_check()  # a part that died during the setup: relaunch
                 return report.warnings
             except _INFRA_ERRORS as e:
                 last_error = e
@@ -318,6 +326,9 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         """Screenshot (after the screen settles), instruction, last error, optional a11y tree."""
         assert self._desktop is not None
         start = time.perf_counter()
+        # The window manager or session bus may die without failing the screenshot: the
+        # episode would go on on a broken desktop. A poll of process handles, no round trip.
+        self._desktop.quick_check()
         shot = self._desktop.client.screenshot(
             format="raw",
             settle=self.config.settle,
@@ -392,11 +403,15 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
 
         Envs scoring the same task at once must not share it (they would read each other's
         files); the last evaluation's files stay for inspection until the next one or close.
+        The files go in a subfolder: the top holds the folder's ownership record.
         """
-        if self._eval_dir is not None:
-            shutil.rmtree(self._eval_dir, ignore_errors=True)
-        self._eval_dir = Path(tempfile.mkdtemp(prefix="osworld-gym-eval-"))
-        return self._eval_dir
+        if self._eval_dir is None:
+            self._eval_dir = processes.make_owned_folder(EVAL_FOLDER_PREFIX)
+            self._eval_dir_finalizer = weakref.finalize(self, processes.remove_tree, self._eval_dir)
+        scratch = self._eval_dir / "files"
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir(mode=0o700)
+        return scratch
 
     def _infra_fault(self, error: Exception, info: dict[str, Any]) -> tuple[Any, ...]:
         logger.warning(

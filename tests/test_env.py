@@ -9,6 +9,7 @@ import signal
 import gymnasium as gym
 import numpy as np
 import pytest
+from desktop_helpers import wait_until
 from gymnasium.utils.env_checker import check_env
 
 import osworld_gym  # noqa: F401 - registers the ids
@@ -16,10 +17,12 @@ from osworld_gym.actions import Done, Fail, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
 from osworld_gym.errors import (
     DependencyNotInstalled,
+    DesktopDiedError,
     EvaluatorError,
     GuestHTTPError,
     UnknownTaskError,
 )
+from osworld_gym.providers import Desktop, processes
 
 pytestmark = pytest.mark.desktop
 SCREEN = (800, 600)
@@ -205,19 +208,49 @@ def test_action_the_guest_refuses_is_reported_not_an_infra_fault(
     assert obs["last_action_error"] == info["action_error"] and not (terminated or truncated)
 
 
-def test_dead_desktop_truncates_with_infra_error_and_reset_recovers(env: OSWorldEnv) -> None:
+@pytest.mark.parametrize("component", ["xvfb", "wm", "dbus"])
+def test_dead_desktop_truncates_with_infra_error_and_reset_recovers(
+    env: OSWorldEnv, component: str
+) -> None:
     env.reset(options={"task_id": "write-hello"})
     desktop = env._desktop
     assert desktop is not None
-    os.kill(desktop.component_pid("xvfb"), signal.SIGKILL)
+    os.kill(desktop.component_pid(component), signal.SIGKILL)
+    if component != "xvfb":
+        # The window manager or the session bus dies without failing any guest call: only the
+        # env's check of the desktop's processes notices. Wait until the kill has landed (the
+        # sandbox's bwrap that carries the program exits a few ms after it).
+        wait_until(lambda: _broken(desktop), message=f"{component} to die")
     obs, reward, terminated, truncated, info = env.step(ORACLE)
     assert (reward, terminated, truncated) == (0.0, False, True)
     assert info["infra_error"] and obs in env.observation_space
+    if component != "xvfb":
+        assert f"DesktopDiedError: desktop component {component!r}" in info["infra_error"]
     restarts = env.restarts
     env.reset(options={"task_id": "write-hello"})
     assert env.restarts == restarts + 1
     env.step(ORACLE)
     assert env.step("Action: finished()")[1] == 1.0
+
+
+def test_evaluation_folder_is_recorded_as_the_envs_and_removed_on_close() -> None:
+    with make_env(tasks=[STILL]) as still:
+        still.reset()
+        still.step("Action: finished()")  # scored: files fetched for it would go there
+        folder = still._eval_dir
+        assert folder is not None and folder.name.startswith("osworld-gym-eval-")
+        record = processes.read_owner(folder)
+        # What lets a later sweep remove it once this process is gone (a SIGKILL skips close).
+        assert record is not None and record["pid"] == os.getpid()
+    assert not folder.exists()
+
+
+def _broken(desktop: Desktop) -> bool:
+    try:
+        desktop.check()
+    except DesktopDiedError:
+        return True
+    return False
 
 
 def test_unscorable_task_is_refused_at_reset_and_broken_evaluation_has_no_score() -> None:

@@ -103,6 +103,21 @@ class Desktop(ABC):
         self._ensure_open()
         self._check_impl()
 
+    def quick_check(self) -> None:
+        """:meth:`check`, where it is cheap enough to run before every observation.
+
+        The env calls it at each observation, so a part that dies mid-episode without breaking
+        the guest's answers (the window manager, the session bus) ends the episode as an
+        infrastructure fault. Providers whose check costs a round trip (to a guest, a Docker
+        engine or a monitor) keep this default, which checks nothing: their desktops' faults
+        surface as failed guest calls.
+
+        Raises:
+            DesktopDiedError: a part of the desktop has stopped.
+        """
+        self._ensure_open()
+        self._quick_check_impl()
+
     def close(self) -> None:
         """Stop the desktop and everything it started. Safe to call twice."""
         if self._closed:
@@ -125,6 +140,9 @@ class Desktop(ABC):
 
     @abstractmethod
     def _check_impl(self) -> None: ...
+
+    def _quick_check_impl(self) -> None:  # noqa: B027 - optional hook, default: no check
+        """Override with a check of local state only (no network round trip)."""
 
     @abstractmethod
     def _close_impl(self) -> None: ...

@@ -10,6 +10,12 @@ wrappers for OSWorld's ``google-chrome``, ``socat``, ``vlc`` and ``sudo`` first 
 environment, so ``close()``, garbage collection, interpreter exit, and a watchdog that notices
 the launching process die (even by SIGKILL) can find and stop all of them, including apps that
 daemonised.
+
+Each desktop's files live in its own folder, apps' temp files included: the sandbox's ``/tmp``
+is a folder in it, and without a sandbox ``TMPDIR`` points there. The folder records its owner
+(:func:`osworld_gym.providers.processes.make_owned_folder`), so when a watchdog was killed
+together with its launcher, the next provider start stops the processes and deletes the folders
+of dead runs (:func:`remove_leftovers`).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from osworld_gym.providers.services import OSWORLD_SERVICE_PORTS, port_environme
 logger = logging.getLogger(__name__)
 
 _LOG_TAIL_LINES = 15
+_HOST_TEMP = ("/tmp/", "/var/tmp/")  # where apps without a sandbox may leave sockets
 _AT_SPI_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 
 
@@ -66,6 +73,8 @@ class LocalProviderConfig(ProviderConfig):
             processes directly on the host with ``HOME`` set to the private folder: the
             host's ``/home/user`` and ``/tmp`` are then the desktop's, and tasks can write there.
         sudo_password: The password the desktop's ``sudo`` accepts (OSWorld's VM user's).
+        reap_leftovers: Remove, when the provider starts, the desktops (processes and folders)
+            and env folders that dead processes left in the temp folder and ``work_dir``.
     """
 
     window_manager: tuple[str, ...] = ("openbox", "--sm-disable")
@@ -78,6 +87,7 @@ class LocalProviderConfig(ProviderConfig):
     official_guest: bool = False
     sandbox: bool = True
     sudo_password: str = "password"
+    reap_leftovers: bool = True
 
 
 class LocalProvider(Provider):
@@ -88,9 +98,37 @@ class LocalProvider(Provider):
     def __init__(self, config: LocalProviderConfig | None = None) -> None:
         super().__init__(config or LocalProviderConfig())
         self.config: LocalProviderConfig
+        if self.config.reap_leftovers:
+            remove_leftovers(self.config.work_dir)
 
     def _launch_impl(self) -> LocalDesktop:
         return LocalDesktop(self.config)
+
+
+def _sweep_folders(work_dir: str | None) -> list[Path]:
+    """Where desktops' and envs' folders are made: the temp folder and ``work_dir``."""
+    folders = [Path(tempfile.gettempdir())]
+    if work_dir is not None:
+        folders.append(Path(work_dir))
+    return list(dict.fromkeys(folders))
+
+
+def remove_leftovers(work_dir: str | None = None) -> list[Path]:
+    """Stop the processes of, and delete, the folders that dead processes left behind.
+
+    A desktop's watchdog does this as soon as its launcher dies; this catches what it could
+    not (a watchdog killed with its launcher, a machine that lost power). Folders of live
+    processes, and folders that are not ours, are never touched.
+
+    Returns:
+        The folders removed.
+    """
+    removed = []
+    for folder in _sweep_folders(work_dir):
+        removed.extend(processes.remove_dead_folders(folder))
+    if removed:
+        logger.info("removed %d folders left by dead processes: %s", len(removed), removed)
+    return removed
 
 
 def _teardown(
@@ -115,7 +153,7 @@ def _teardown(
             reaper.stdin.close()
         _reap(reaper, timeout=5.0)
     for folder in folders:
-        shutil.rmtree(folder, ignore_errors=True)
+        processes.remove_tree(folder)
 
 
 # A Unix socket path holds at most 107 bytes; the D-Bus and AT-SPI sockets live in the runtime
@@ -123,7 +161,7 @@ def _teardown(
 _MAX_RUNTIME_PATH = 80
 
 
-def _runtime_dir(root: Path) -> Path:
+def _runtime_dir(root: Path, marker: str) -> Path:
     """The desktop's XDG_RUNTIME_DIR: inside its folder, or a short temp path.
 
     A deep ``work_dir`` would make the sockets' paths too long.
@@ -132,7 +170,7 @@ def _runtime_dir(root: Path) -> Path:
     if len(os.fsencode(inside)) <= _MAX_RUNTIME_PATH:
         inside.mkdir(mode=0o700)
         return inside
-    return Path(tempfile.mkdtemp(prefix="osworld-gym-run-"))
+    return processes.make_owned_folder("osworld-gym-run-", marker=marker)
 
 
 def _stop_sandbox(procs: dict[str, subprocess.Popen[bytes]]) -> None:
@@ -172,8 +210,10 @@ class LocalDesktop(Desktop):
         self.config = config
         self.marker = uuid.uuid4().hex
         self._bwrap = sandbox.require_bwrap() if config.sandbox else None
-        self.root = Path(tempfile.mkdtemp(prefix="osworld-gym-", dir=config.work_dir))
+        self.root = processes.make_owned_folder(parent=config.work_dir, marker=self.marker)
         self.home = self.root / "home"
+        # Apps' temp files: the sandbox's /tmp, or TMPDIR without a sandbox (see _env).
+        self.tmp_dir = self.root / "tmp"
         self.state_dir = self.root / "state"
         self.log_dir = self.root / "logs"
         self.log_dir.mkdir(mode=0o700)
@@ -182,7 +222,7 @@ class LocalDesktop(Desktop):
             self.runtime_dir = self.root / "runtime"
             self.folders: sandbox.SandboxFolders | None = sandbox.SandboxFolders(
                 home=self.home,
-                tmp=self.root / "tmp",
+                tmp=self.tmp_dir,
                 var_tmp=self.root / "var-tmp",
                 state=self.state_dir,
                 runtime=self.runtime_dir,
@@ -195,10 +235,11 @@ class LocalDesktop(Desktop):
                 [*sys.path, sys.prefix, sys.base_prefix, str(python.parent.parent)]
             )
         else:
-            self.runtime_dir = _runtime_dir(self.root)
+            self.runtime_dir = _runtime_dir(self.root, self.marker)
             self.folders = None
             self._keep_visible = ()
             self.state_dir.mkdir(mode=0o700)
+            self.tmp_dir.mkdir(mode=0o700)
         self.display = ""
         self._dbus_address = ""
         self._port = 0
@@ -302,10 +343,18 @@ class LocalDesktop(Desktop):
         return self._bwrap is not None and component != "xvfb"
 
     def _check_impl(self) -> None:
+        """Poll the core processes (no round trip): a dead one raises DesktopDiedError.
+
+        A sandboxed component's handle is the ``bwrap`` that carries it, which exits as soon as
+        the program inside does (with its status).
+        """
         for name in self.CORE:
             proc = self._procs.get(name)
             if proc is not None and proc.poll() is not None:
                 raise DesktopDiedError(name, proc.returncode, self._log_tail(name))
+
+    def _quick_check_impl(self) -> None:
+        self._check_impl()  # polls of process handles: cheap enough for every observation
 
     def _reset_impl(self) -> None:
         xvfb = self._procs.get("xvfb")
@@ -336,7 +385,10 @@ class LocalDesktop(Desktop):
         # SIGKILL after a zero grace: apps need no chance to save, HOME is restored next. Repeated
         # while processes remain: an app may fork while it is being stopped, and one that
         # outlived the reset would hold what the next task needs (Chromium's debugging port).
+        sockets = self._host_sockets(exclude=keep)
         processes.kill_marked(self.marker, exclude=keep, timeout=0)
+        for path in sockets:
+            processes.remove_stale_socket(path)
         for name in [n for n, p in self._procs.items() if p.pid not in keep]:
             _reap(self._procs.pop(name))
         self._restore_home()
@@ -344,6 +396,18 @@ class LocalDesktop(Desktop):
         (self.state_dir / "guest" / "wallpaper").unlink(missing_ok=True)
         self._reset_x_state()
         self._start_session(restart_guest="guest" not in self._procs)
+
+    def _host_sockets(self, exclude: list[int]) -> set[str]:
+        """Sockets the desktop's processes bound in the host's temp folders (no sandbox).
+
+        Without a sandbox the desktop's ``/tmp`` is the host's, and some apps put sockets there
+        whatever ``TMPDIR`` says (LibreOffice's single-instance pipe); killed with SIGKILL they
+        leave them behind. A sandbox's ``/tmp`` is emptied on reset instead.
+        """
+        if self.folders is not None:
+            return set()
+        pids = processes.find_marked(self.marker, exclude=exclude)
+        return {path for path in processes.socket_paths(pids) if path.startswith(_HOST_TEMP)}
 
     def _restart_everything(self) -> None:
         _stop_sandbox(self._procs)
@@ -398,8 +462,13 @@ class LocalDesktop(Desktop):
     def _env(self, component: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DBUS_", "XDG_SESSION"))}
         inside = self._sandboxed(component)
+        tmp = "/tmp" if inside else str(self.tmp_dir)
         env.update(
             HOME=sandbox.DESKTOP_HOME if inside else str(self.home),
+            # Apps' temp files stay in the desktop's folder, which teardown deletes.
+            TMPDIR=tmp,
+            TMP=tmp,
+            TEMP=tmp,
             XDG_RUNTIME_DIR=sandbox.RUNTIME_MOUNT if inside else str(self.runtime_dir),
             LANG=env.get("LANG") or "C.UTF-8",
             SAL_USE_VCLPLUGIN="gtk3",
@@ -419,7 +488,6 @@ class LocalDesktop(Desktop):
                 USER=sandbox.DESKTOP_USER,
                 LOGNAME=sandbox.DESKTOP_USER,
                 PATH=f"{sandbox.BIN_MOUNT}:{env.get('PATH', os.defpath)}",
-                TMPDIR="/tmp",
                 OSWORLD_GYM_SUDO_PASSWORD=self.config.sudo_password,
             )
         env.update(port_environment(self.service_ports))
@@ -461,6 +529,9 @@ class LocalDesktop(Desktop):
 
     def _start_reaper(self) -> subprocess.Popen[bytes]:
         env = {k: v for k, v in os.environ.items() if k != processes.MARKER_VARIABLE}
+        # Once this process has died, the watchdog also removes its other folders (an env's
+        # evaluation folder) and any other dead process's.
+        sweep = [f"--sweep={folder}" for folder in _sweep_folders(self.config.work_dir)]
         return subprocess.Popen(
             [
                 sys.executable,
@@ -469,6 +540,8 @@ class LocalDesktop(Desktop):
                 self.marker,
                 str(self.root),
                 str(self.runtime_dir),
+                f"--parent={os.getpid()}",
+                *sweep,
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
@@ -485,7 +558,9 @@ class LocalDesktop(Desktop):
 
     def _empty_temp_folders(self) -> None:
         """Empty the private ``/tmp`` and ``/var/tmp``, as a VM's revert would."""
-        if self.folders is not None:
+        if self.folders is None:
+            _empty_folder(self.tmp_dir)  # TMPDIR without a sandbox
+        else:
             # Mount points stay: the host's X sockets on /tmp/.X11-unix, and the host paths kept
             # visible (a venv under /tmp), which running programs use.
             for folder, inside in ((self.folders.tmp, "/tmp"), (self.folders.var_tmp, "/var/tmp")):
@@ -544,6 +619,26 @@ class LocalDesktop(Desktop):
         deadline = time.monotonic() + self.config.boot_timeout
         number = self._spawn_reporting("xvfb", lambda fd: [*argv, "-displayfd", str(fd)], deadline)
         self.display = f":{number}"
+        self._record_x_server(number)
+
+    def _record_x_server(self, number: str) -> None:
+        """Name the X server's lock and socket in the folder's ownership record.
+
+        They live in the host's ``/tmp`` (where X clients look) and the server removes them
+        when it exits, unless it is killed with SIGKILL; then a sweep of the dead desktop's
+        folder removes them (:func:`osworld_gym.providers.processes.remove_dead_folders`).
+        """
+        record = processes.read_owner(self.root)
+        if record is None:
+            return
+        pid = self._procs["xvfb"].pid
+        record["x_server"] = {
+            "pid": pid,
+            "start": processes.start_time(pid),
+            "lock": f"/tmp/.X{number}-lock",
+            "socket": f"{sandbox.X11_SOCKETS}/X{number}",
+        }
+        processes.write_owner(self.root, record)
 
     def _start_sandbox(self) -> None:
         """Start the init of the desktop's namespaces; every later process joins them."""
