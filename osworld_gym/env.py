@@ -35,6 +35,7 @@ from osworld_gym.episode import episode_end, plan_step, terminal_kind
 from osworld_gym.errors import (
     ActionError,
     DependencyNotInstalled,
+    DesktopDiedError,
     EvaluatorError,
     GuestError,
     GuestHTTPError,
@@ -335,6 +336,10 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
             settle_timeout=self.config.settle_timeout,
             settle_quiet=quiet if quiet is not None else self.config.settle_quiet,
         )
+        if shot.faults:
+            # What the guest sees of the session (any provider: a container's or VM's window
+            # manager is out of reach of quick_check()).
+            raise DesktopDiedError(shot.faults[0], None, "the guest saw it stop")
         timings["settle"] = shot.settle_seconds
         tree = self._accessibility_tree() if self.config.accessibility_tree else None
         obs = self._make_obs(_fit(shot.to_array(), self.config.screen_size), error, tree)

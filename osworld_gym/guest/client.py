@@ -65,6 +65,7 @@ class Screenshot:
     height: int
     settled: bool | None = None
     settle_seconds: float = 0.0
+    faults: tuple[str, ...] = ()  # parts of the session the guest saw stop ("wm", "dbus")
 
     def to_array(self) -> np.ndarray:
         """Decode into an ``H x W x 3`` uint8 array."""
@@ -269,6 +270,7 @@ class GuestClient:
             int(headers.get("X-Image-Height", 0)),
             None if settled is None else settled == "true",
             float(headers.get("X-Settle-Seconds", 0.0)),
+            tuple(part for part in headers.get("X-Desktop-Faults", "").split(",") if part),
         )
 
     def _official_screenshot(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -56,6 +57,32 @@ class GuestConfig:
 SECRET_VARIABLES = ("OSWORLD_GYM_GUEST_TOKEN", "OSWORLD_GUEST_TOKEN")
 
 
+def _bus_answers(address: str) -> bool | None:
+    """Whether the session bus at a ``unix:path=`` address accepts a connection.
+
+    None when there is no bus this check can reach (no address, or another transport).
+    """
+    path = next(
+        (
+            part.removeprefix("path=")
+            for entry in address.split(";")
+            if entry.startswith("unix:")
+            for part in entry.removeprefix("unix:").split(",")
+            if part.startswith("path=")
+        ),
+        None,
+    )
+    if not path:
+        return None
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(1.0)
+        try:
+            sock.connect(path)
+        except OSError:
+            return False
+    return True
+
+
 class GuestContext:
     """Shared, thread-safe state of a running guest server."""
 
@@ -70,6 +97,28 @@ class GuestContext:
         self.input_lock = threading.Lock()
         self.a11y_lock = threading.Lock()  # one accessibility walk of this display at a time
         self.recorder = Recorder()
+        # Parts of the session seen running once: their absence later is a fault, while a
+        # desktop that never had one (no window manager configured) is not faulty.
+        self._seen: set[str] = set()
+
+    def desktop_faults(self) -> list[str]:
+        """Parts of the desktop session that ran and stopped: ``"wm"``, ``"dbus"``.
+
+        Cheap enough for every screenshot (two X round trips and a local connect): a window
+        manager or session bus that dies leaves the screen readable, so an episode would go on
+        on a broken desktop unless someone looks.
+        """
+        running = {
+            "wm": self.x11.window_manager() is not None,
+            "dbus": _bus_answers(os.environ.get("DBUS_SESSION_BUS_ADDRESS", "")),
+        }
+        faults = []
+        for part, alive in running.items():
+            if alive:
+                self._seen.add(part)
+            elif alive is False and part in self._seen:
+                faults.append(part)
+        return faults
 
     def child_env(self) -> dict[str, str]:
         """Environment for commands the guest runs: this display, and a ``python`` with pyautogui.

@@ -90,6 +90,10 @@ def screenshot(ctx: GuestContext, request: Request) -> Response:
         headers["X-Settled"] = "true" if shot.settled else "false"
     if shot.content_type == "application/octet-stream":
         headers["X-Pixel-Format"] = "RGB"
+    if not ctx.config.official:
+        faults = ctx.desktop_faults()
+        if faults:
+            headers["X-Desktop-Faults"] = ",".join(faults)
     return Response(shot.data, content_type=shot.content_type, headers=headers)
 
 

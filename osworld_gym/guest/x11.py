@@ -381,6 +381,28 @@ class X11Session:
             int(prop.value[0]) if prop is not None and len(prop.value) and prop.value[0] else None
         )
 
+    def window_manager(self) -> int | None:
+        """The check window of the running EWMH window manager, None when none runs.
+
+        A window manager names a window of its own in the root's ``_NET_SUPPORTING_WM_CHECK``
+        and on that window itself; the property outlives a window manager that died, the
+        window does not.
+        """
+        with self._lock:
+            atom = self._display.intern_atom("_NET_SUPPORTING_WM_CHECK")
+            prop = self._root.get_full_property(atom, Xatom.WINDOW)
+            if prop is None or not len(prop.value):
+                return None
+            window_id = int(prop.value[0])
+            window = self._display.create_resource_object("window", window_id)
+            try:
+                own = window.get_full_property(atom, Xatom.WINDOW)
+            except (error.BadWindow, error.BadDrawable):
+                return None
+        if own is None or not len(own.value) or int(own.value[0]) != window_id:
+            return None
+        return window_id
+
     def _client_message(self, window_id: int, message: str, data: list[int]) -> None:
         with self._lock:
             window = self._display.create_resource_object("window", window_id)
