@@ -192,6 +192,14 @@ def _empty_folder(folder: Path, keep: tuple[str, ...] = ()) -> None:
             entry.unlink(missing_ok=True)
 
 
+_MOUNT_RACE_ATTEMPTS = 3
+
+
+def _lost_mount_race(error: str) -> bool:
+    """Whether a component died because bubblewrap could not copy a host mount that changed."""
+    return "bwrap: Can't" in error and "mount" in error
+
+
 def _reap(proc: subprocess.Popen[bytes], timeout: float = 1.0) -> None:
     try:
         proc.wait(timeout=timeout)
@@ -263,10 +271,7 @@ class LocalDesktop(Desktop):
             # OSWorld's fixed service ports (Chrome's debugging port, CDP, VLC) get ports of
             # this desktop's own: desktops share the host's network.
             self._service_ports.extend(reserve_port() for _ in OSWORLD_SERVICE_PORTS)
-            self._restore_home()
-            self._start_xvfb()
-            self._start_sandbox()
-            self._start_session()
+            self._restart_everything()
         except BaseException:
             self.close()
             raise
@@ -410,6 +415,23 @@ class LocalDesktop(Desktop):
         return {path for path in processes.socket_paths(pids) if path.startswith(_HOST_TEMP)}
 
     def _restart_everything(self) -> None:
+        """Start from the X server up, after stopping whatever runs.
+
+        Again from scratch when bubblewrap lost a race with the host's mounts: it copies every
+        mount of the host read-only, and one that vanishes meanwhile (a Docker engine creating
+        or removing a container's layers) fails its start, about 1 start in 15 under container
+        churn here. The next try sees the mounts as they are then.
+        """
+        for attempt in range(1, _MOUNT_RACE_ATTEMPTS + 1):
+            try:
+                self._start_from_scratch()
+                return
+            except DesktopDiedError as e:
+                if attempt == _MOUNT_RACE_ATTEMPTS or not _lost_mount_race(str(e)):
+                    raise
+                logger.info("%r: sandbox lost a race with a host mount; starting again", self)
+
+    def _start_from_scratch(self) -> None:
         _stop_sandbox(self._procs)
         processes.kill_marked(self.marker, timeout=3.0)
         for name in list(self._procs):

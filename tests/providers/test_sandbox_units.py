@@ -187,3 +187,16 @@ def test_hidden_paths_keeps_the_outermost_existing_ones_under_private_folders() 
             "/home/user/.local/lib",  # the desktop's own home
         ]
         assert sandbox.hidden_paths(paths) == (f"{work}/venv",)
+
+
+def test_a_lost_race_with_a_host_mount_is_told_from_other_deaths() -> None:
+    from osworld_gym.providers.local import _lost_mount_race
+
+    race = (
+        "desktop component 'sandbox' is not running (exit status 1): bwrap: Can't bind mount "
+        "/oldroot/ on /newroot/: Unable to apply mount flags: remount "
+        '"/newroot/var/lib/docker/overlay2/5ebe/merged": No such file or directory'
+    )
+    assert _lost_mount_race(race)
+    assert not _lost_mount_race("desktop component 'wm' is not running (exit status 1): oops")
+    assert not _lost_mount_race("bwrap: Can't find source path /nowhere: No such file")
