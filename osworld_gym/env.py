@@ -137,6 +137,14 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         self._eval_dir_finalizer: weakref.finalize | None = None
         processes.remove_dead_folders(prefix=EVAL_FOLDER_PREFIX)
 
+    @property
+    def desktop(self) -> Desktop | None:
+        """The desktop the env drives now (it changes when a fault makes the env relaunch it).
+
+        None before the first reset, after close, or while a broken one awaits its relaunch.
+        """
+        return self._desktop
+
     # --- Gymnasium API -----------------------------------------------------------------------
 
     def reset(

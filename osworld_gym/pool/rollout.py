@@ -195,8 +195,13 @@ class RolloutBook:
         size = self.group_sizes[request.group]
         if len(finished) < size:
             return None
-        return TrajectoryGroup(
+        group = TrajectoryGroup(
             task_id=trajectory.task_id,
             trajectories=[finished[r] for r in range(size)],
             discarded=self._discarded[request.group],
         )
+        # Handed over: the book keeps no reference, so a caller that streams groups and drops
+        # them holds no screenshots of finished groups (about 20 kB an episode at 336x224).
+        self._finished[request.group] = {}
+        self._discarded[request.group] = []
+        return group

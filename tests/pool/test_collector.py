@@ -190,3 +190,20 @@ def test_ctrl_c_during_collect_stops_cleanly() -> None:
     finally:
         signal.signal(signal.SIGINT, previous)
     assert pool.state.value == "closed" and factory.closes == factory.builds == 2
+
+
+def test_streamed_groups_are_not_kept_by_the_collection() -> None:
+    import gc
+    import weakref
+
+    pool = EnvPool(FakeFactory(), num_envs=2)
+    with pool:
+        collector = RolloutCollector(pool, scripted, CollectorConfig(group_size=2))
+        stream = collector.groups(["short"] * 6)
+        first = next(stream)
+        gone = [weakref.ref(t) for t in first.trajectories]
+        del first
+        next(stream)  # the collection runs on: its book must not hold the first group
+        gc.collect()
+        assert all(ref() is None for ref in gone)
+        assert len(list(stream)) == 4
