@@ -42,6 +42,7 @@ BIN_MOUNT = f"{STATE_MOUNT}/bin"  # the desktop's command wrappers, first on PAT
 CHROMIUM_PROGRAM = "/usr/lib/chromium/chromium"
 X11_SOCKETS = "/tmp/.X11-unix"  # the host's X sockets (Xvfb runs outside the sandbox)
 RUNTIME_MOUNT = f"/run/user/{DESKTOP_UID}"  # XDG_RUNTIME_DIR inside, as in a login session
+_INIT_DEV = ["--tmpfs", "/dev", "--dev-bind", "/dev/null", "/dev/null"]
 INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap; scripts/install_system_deps.sh)"
 
 
@@ -187,7 +188,13 @@ def wrap(
         *namespaces,
         # The host, read-only; then writable private folders over the places apps write to.
         "--ro-bind", "/", "/",
-        "--dev-bind", "/dev", "/dev",
+        # A private /dev, never the host's: a desktop's programs have the launcher's rights on
+        # host files, and as root a task's `rm /dev/null` (or an upload to it) would break the
+        # whole host. Programs get bubblewrap's (null, zero, random, tty, and a devpts of
+        # their own for terminals); the init, which runs no task's program, only /dev/null
+        # (bubblewrap's --dev there makes joining its PID namespace fail). The init's /dev
+        # counts too: its programs can reach it through /proc/1/root.
+        *(["--dev", "/dev"] if join is not None else _INIT_DEV),
         "--tmpfs", "/dev/shm",
         "--proc", "/proc",
         # /home holds other users' homes: a tmpfs hides them and gives /home/user a mount point.

@@ -67,6 +67,27 @@ def test_the_host_is_read_only_and_other_homes_are_hidden() -> None:
         assert out.split() == ["user", "osworld-gym", "user"]
 
 
+def test_the_hosts_devices_cannot_be_removed_or_added_to() -> None:
+    name = f"osworld-gym-test-{uuid.uuid4().hex}"
+    null_before = Path("/dev/null").stat()
+    with launch_desktop() as desktop:
+        code, out, err = _sh(
+            desktop,
+            f"echo x > /dev/null && head -c 4 /dev/urandom | wc -c; "
+            f"rm -f /dev/null; mv /dev/zero /dev/{name}; touch /dev/{name}-new; "
+            # The sandbox's init has a /dev too, which its programs reach through /proc/1/root.
+            f"touch /proc/1/root/dev/{name}-init; rm -f /proc/1/root/dev/null; "
+            "python3 -c 'import pty, os; pid, fd = pty.fork(); os._exit(0) if pid == 0 else 0'"
+            " && echo pty-ok",
+        )
+        assert out.split()[0] == "4" and "pty-ok" in out, (out, err)
+    null_after = Path("/dev/null").stat()
+    assert (null_after.st_ino, null_after.st_rdev) == (null_before.st_ino, null_before.st_rdev)
+    assert Path("/dev/zero").is_char_device()
+    for leftover in (name, f"{name}-new", f"{name}-init"):
+        assert not Path("/dev", leftover).exists()
+
+
 def test_reset_empties_tmp_and_restores_home() -> None:
     with launch_desktop() as desktop:
         assert _sh(desktop, "touch /tmp/a /var/tmp/b /home/user/c")[0] == 0
