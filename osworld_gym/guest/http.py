@@ -7,6 +7,7 @@ multipart forms) and the response shapes; ``server.py`` does routing and sockets
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 from dataclasses import dataclass, field
@@ -41,6 +42,55 @@ def finite_number(value: Any, name: str) -> float:
     if not math.isfinite(number):
         raise HTTPError(400, f"{name} must be a finite number, got {value!r}")
     return number
+
+
+def os_string(value: str, name: str, *, allow_nul: bool = False) -> str:
+    """A request string the guest hands to the operating system: a path, an argument, a script.
+
+    Lone surrogates U+DC80 to U+DCFF stand for undecodable bytes, as in ``os.fsencode``;
+    other lone surrogates have no bytes at all.
+
+    Raises:
+        HTTPError: 400 when it holds a NUL character (no C string can, unless ``allow_nul``:
+            a script written to a file may) or a surrogate with no bytes.
+    """
+    if not allow_nul and "\x00" in value:
+        raise HTTPError(400, f"{name} must not contain a NUL character")
+    try:
+        value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as e:
+        raise HTTPError(400, f"{name} is not valid text: {e.reason} at position {e.start}") from e
+    return value
+
+
+# errnos of a file operation that say the path a client named is at fault, not the guest.
+_PATH_ERRNOS = frozenset(
+    {
+        errno.EACCES,
+        errno.EPERM,
+        errno.EROFS,
+        errno.ENOENT,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.ENAMETOOLONG,
+        errno.ELOOP,
+        errno.EEXIST,
+        errno.ENOTEMPTY,
+        errno.EBUSY,
+        errno.EINVAL,
+        errno.EXDEV,
+    }
+)
+
+
+def path_error(error: OSError, doing: str) -> HTTPError:
+    """The answer to a file operation on a client-named path that failed.
+
+    400 when the path is at fault (not writable, read-only, not a folder, a folder, too
+    long...); 500 for what is the guest's (a full disk, an I/O error).
+    """
+    status = 400 if error.errno in _PATH_ERRNOS else 500
+    return HTTPError(status, f"could not {doing}: {error.strerror or error}")
 
 
 @dataclass
@@ -194,5 +244,9 @@ class Response:
 
     @classmethod
     def text(cls, value: str, status: int = 200) -> Response:
-        """A plain-text response (OSWorld answers several setup calls this way)."""
-        return cls(value.encode("utf-8"), status)
+        """A plain-text response (OSWorld answers several setup calls this way).
+
+        Text that echoes a request may hold lone surrogates (undecodable bytes of a path or
+        an argument); they are written as backslash escapes, so the answer stays UTF-8.
+        """
+        return cls(value.encode("utf-8", "backslashreplace"), status)

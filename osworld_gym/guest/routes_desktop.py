@@ -338,7 +338,9 @@ def change_wallpaper(ctx: GuestContext, request: Request) -> Response:
         env=ctx.child_env(),
     )
     if done.returncode != 0:
-        raise HTTPError(500, f"feh failed: {done.stderr.strip()}")
+        # An image feh cannot load is the request's fault; anything else is the desktop's.
+        status = 400 if "Unable to load image" in done.stderr else 500
+        raise HTTPError(status, f"feh failed: {done.stderr.strip()}")
     _wallpaper_record(ctx).write_text(str(path.resolve()))
     return Response.text("Wallpaper changed successfully")
 

@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from osworld_gym.guest.context import GuestContext
-from osworld_gym.guest.http import HTTPError, Request, Response, finite_number
+from osworld_gym.guest.http import HTTPError, Request, Response, finite_number, os_string
 
 RUN_PYTHON_TIMEOUT = 30.0
 RUN_BASH_DEFAULT_TIMEOUT = 100.0
@@ -30,7 +30,7 @@ def _command_argv(command: Any, shell: bool) -> list[str] | str:
     """Normalise OSWorld's ``command`` (list or string) the way its server does."""
     if isinstance(command, str):
         if shell:
-            return command
+            return os_string(command, "command")
         try:
             command = shlex.split(command)
         except ValueError as e:
@@ -38,6 +38,8 @@ def _command_argv(command: Any, shell: bool) -> list[str] | str:
     if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
         raise HTTPError(400, "command must be a non-empty string or list of strings")
     argv = [os.path.expanduser(c) if c.startswith("~/") else c for c in command]
+    for word in argv:
+        os_string(word, "command")
     return " ".join(argv) if shell else argv
 
 
@@ -81,6 +83,13 @@ def execute_with_verification(ctx: GuestContext, request: Request) -> Response:
     verification = body.get("verification")
     if verification and not isinstance(verification, dict):
         raise HTTPError(400, "verification must be an object")
+    if verification:
+        for name in ("window_exists", "command_success"):
+            value = verification.get(name)
+            # A check command must be text: str() of a list or object would run as one.
+            if value is not None and not isinstance(value, str):
+                raise HTTPError(400, f"verification.{name} must be a string")
+        os_string(verification.get("command_success") or "", "verification.command_success")
     # Checked before the command runs: a bad field is refused, never half-done.
     max_wait = min(max(finite_number(body.get("max_wait_time", 10), "max_wait_time"), 0.0), 300.0)
     interval = min(max(finite_number(body.get("check_interval", 1), "check_interval"), 0.05), 10.0)
@@ -194,8 +203,9 @@ def run_python(ctx: GuestContext, request: Request) -> Response:
     code = request.json().get("code")
     if not isinstance(code, str) or not code:
         raise HTTPError(400, "code is required")
-    with tempfile.NamedTemporaryFile("w", suffix=".py", dir=ctx.state_dir, delete=False) as f:
-        f.write(code)
+    source = os_string(code, "code", allow_nul=True).encode("utf-8", "surrogateescape")
+    with tempfile.NamedTemporaryFile("wb", suffix=".py", dir=ctx.state_dir, delete=False) as f:
+        f.write(source)
     try:
         done = subprocess.run(
             [sys.executable, f.name],
@@ -230,14 +240,18 @@ def run_bash_script(ctx: GuestContext, request: Request) -> Response:
     script = body.get("script")
     if not isinstance(script, str) or not script:
         raise HTTPError(400, "script is required", output="", returncode=-1)
+    os_string(script, "script", allow_nul=True)
     timeout = _bounded_timeout(body.get("timeout", RUN_BASH_DEFAULT_TIMEOUT))
-    workdir = os.path.expanduser(str(body.get("working_dir") or ctx.home))
+    workdir = body.get("working_dir") or str(ctx.home)
+    if not isinstance(workdir, str):
+        raise HTTPError(400, "working_dir must be a string", output="", returncode=-1)
+    workdir = os.path.expanduser(os_string(workdir, "working_dir"))
     if not os.path.isdir(workdir):
         raise HTTPError(400, f"working_dir does not exist: {workdir}", output="", returncode=-1)
     if not script.startswith("#!"):
         script = "#!/bin/bash\n" + script
-    with tempfile.NamedTemporaryFile("w", suffix=".sh", dir=ctx.state_dir, delete=False) as f:
-        f.write(script)
+    with tempfile.NamedTemporaryFile("wb", suffix=".sh", dir=ctx.state_dir, delete=False) as f:
+        f.write(script.encode("utf-8", "surrogateescape"))
     try:
         done = subprocess.run(
             ["/bin/bash", f.name],

@@ -8,43 +8,84 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 from osworld_gym.guest.context import GuestContext
-from osworld_gym.guest.http import HTTPError, Request, Response
+from osworld_gym.guest.http import HTTPError, Request, Response, os_string, path_error
 
 MAX_TREE_ENTRIES = 200_000
 DOWNLOAD_TIMEOUT = 300.0
 DOWNLOAD_TRIES = 3
+DOWNLOAD_SCHEMES = ("http", "https", "ftp", "file")
+# /file reads files that report at most this size itself, so the length it answers is what
+# it read: /proc files report 0 bytes and /sys files 4,096 whatever they hold.
+INLINE_FILE_BYTES = 1 << 20
+# ... and reads no more than this of them: /proc/self/pagemap reports 0 bytes and holds
+# hundreds of gigabytes.
+MAX_INLINE_READ_BYTES = 64 << 20
+MAX_NAME_BYTES = 255  # Linux's NAME_MAX and PATH_MAX (less its NUL)
+MAX_PATH_BYTES = 4095
 
 
 def expand_path(value: object, what: str = "path") -> Path:
     """Expand ``~`` and ``$VAR`` in a client-supplied path, as OSWorld's server does.
 
     Raises:
-        HTTPError: 400 when the value is missing or not a string.
+        HTTPError: 400 when the value is missing, not a string, or no path (a NUL character,
+            a surrogate with no bytes, a name or a path too long).
     """
     if not isinstance(value, str) or not value:
         raise HTTPError(400, f"{what} is required")
-    return Path(os.path.expandvars(os.path.expanduser(value)))
+    path = Path(os.path.expandvars(os.path.expanduser(os_string(value, what))))
+    # Checked here, not left to the file system: pathlib's is_file() and exists() raise on
+    # a name that is too long instead of answering False.
+    if len(os.fsencode(path)) > MAX_PATH_BYTES:
+        raise HTTPError(400, f"{what} is longer than {MAX_PATH_BYTES} bytes")
+    if any(len(os.fsencode(part)) > MAX_NAME_BYTES for part in path.parts):
+        raise HTTPError(400, f"{what} has a name longer than {MAX_NAME_BYTES} bytes")
+    return path
 
 
 def get_file(ctx: GuestContext, request: Request) -> Response:
-    """``/file``: the bytes of a file in the desktop (form field ``file_path``)."""
+    """``/file``: the bytes of a file in the desktop (form field ``file_path``).
+
+    Small files (by the size they report) are read here, so the answer's length is what was
+    read even where the reported size is wrong (``/proc``, ``/sys``), and a file that cannot
+    be read is a clear error instead of a dropped connection; larger ones are streamed.
+    """
     path = expand_path(request.param("file_path"), "file_path")
     if not path.is_file():
         raise HTTPError(404, "File not found", path=str(path))
-    return Response(
-        b"",
-        content_type="application/octet-stream",
-        file_path=str(path),
-        headers={"Content-Disposition": f'attachment; filename="{_ascii_name(path.name)}"'},
-    )
+    headers = {"Content-Disposition": f'attachment; filename="{_ascii_name(path.name)}"'}
+    size = 0
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > INLINE_FILE_BYTES:
+                return Response(
+                    b"",
+                    content_type="application/octet-stream",
+                    file_path=str(path),
+                    headers=headers,
+                )
+            data = f.read(MAX_INLINE_READ_BYTES + 1)
+    except OSError as e:
+        error = path_error(e, f"read {path}")
+        if size == 0:  # a special file (/proc/self/mem): reading it is the request's fault
+            error.status = 400
+        raise error from e
+    if len(data) > MAX_INLINE_READ_BYTES:
+        raise HTTPError(
+            413, f"{path} reports {size} bytes and holds more than {MAX_INLINE_READ_BYTES}"
+        )
+    return Response(data, content_type="application/octet-stream", headers=headers)
 
 
 def _ascii_name(name: str) -> str:
@@ -57,17 +98,41 @@ def upload(ctx: GuestContext, request: Request) -> Response:
     data = request.files().get("file_data")
     if not target or data is None:
         raise HTTPError(400, "file_path and file_data are required")
-    path = expand_path(target, "file_path")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".upload-")
+    path = _file_target(target, "file_path")
+    tmp: str | None = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".upload-")
         with os.fdopen(fd, "wb") as f:
             f.write(data.data)
         os.replace(tmp, path)
     except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
-        raise HTTPError(500, f"could not write {path}: {e}") from e
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise path_error(e, f"write {path}") from e
     return Response.text(f"File Uploaded: {len(data.data)} bytes")
+
+
+def _file_target(value: object, what: str) -> Path:
+    """A client-named path to write a file at: new, or an existing regular file (or link).
+
+    The file is written beside and renamed over the target, which replaces what is there:
+    a device such as ``/dev/null``, a FIFO or a socket would be replaced by a plain file for
+    every program that uses it, so those are refused.
+
+    Raises:
+        HTTPError: 400 for what :func:`expand_path` refuses, folders, and special files.
+    """
+    path = expand_path(value, what)
+    if path.name in ("", ".", "..") or path.is_dir():
+        raise HTTPError(400, f"{what} names a folder, not a file: {path}")
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return path  # nothing there yet (or unreachable: writing it will say why)
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        raise HTTPError(400, f"{what} names a special file (a device, FIFO or socket): {path}")
+    return path
 
 
 def list_directory(ctx: GuestContext, request: Request) -> Response:
@@ -105,26 +170,59 @@ def desktop_path(ctx: GuestContext, request: Request) -> Response:
 
 
 def download_file(ctx: GuestContext, request: Request) -> Response:
-    """``/setup/download_file``: fetch a URL from inside the desktop (3 tries)."""
+    """``/setup/download_file``: fetch a URL from inside the desktop (3 tries).
+
+    A URL that cannot be fetched at all and a path that cannot be written are refused at
+    once (400); only the fetch itself is tried again.
+    """
     body = request.json()
     url, target = body.get("url"), body.get("path")
     if not isinstance(url, str) or not url or not target:
         raise HTTPError(400, "url and path are required")
-    path = expand_path(target)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _check_url(url)
+    path = _file_target(target, "path")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise path_error(e, f"create {path.parent}") from e
     last_error: Exception | None = None
     for attempt in range(DOWNLOAD_TRIES):
+        if attempt:
+            time.sleep(min(2 ** (attempt - 1), 5))  # back-off between retries of a remote fetch
         try:
             size = _download(url, path)
             return Response.text(f"File downloaded successfully: {size} bytes")
         except (urllib.error.URLError, OSError, ValueError) as e:
             last_error = e
-            time.sleep(min(2**attempt, 5))  # back-off between retries of a remote fetch
     raise HTTPError(500, f"download of {url} failed after {DOWNLOAD_TRIES} tries: {last_error}")
 
 
+def _check_url(url: str) -> None:
+    """Refuse what urllib could never fetch (before any try, and any wait between tries).
+
+    Raises:
+        HTTPError: 400 for a control character, an unparsable URL, another scheme than
+            http, https, ftp or file, or a network URL without a host.
+    """
+    if any(ord(c) < 0x20 or c == "\x7f" for c in url):
+        raise HTTPError(400, "url must not contain control characters")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname
+    except ValueError as e:
+        raise HTTPError(400, f"url is not a valid URL: {e}") from e
+    scheme = parts.scheme.lower()
+    if scheme not in DOWNLOAD_SCHEMES:
+        raise HTTPError(400, f"url must be one of {', '.join(DOWNLOAD_SCHEMES)}; got {url!r}")
+    if scheme != "file" and not host:
+        raise HTTPError(400, f"url names no host: {url!r}")
+
+
 def _download(url: str, path: Path) -> int:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".download-")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".download-")
+    except OSError as e:  # the folder is not writable: no try would do better
+        raise path_error(e, f"write into {path.parent}") from e
     try:
         with (
             urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT) as response,
@@ -135,7 +233,10 @@ def _download(url: str, path: Path) -> int:
         size = os.path.getsize(tmp)
         if expected is not None and int(expected) != size:
             raise OSError(f"incomplete download: {size} of {expected} bytes")
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError as e:
+            raise path_error(e, f"write {path}") from e
         return size
     finally:
         Path(tmp).unlink(missing_ok=True)
