@@ -97,9 +97,12 @@ class Connection:
     def head_complete(self) -> bool:
         """Whether ``pending`` holds a whole request head (or a line http.server answers alone).
 
-        A first line with fewer than three words is an HTTP/0.9 request or garbage: either
-        way the handler answers it without reading headers.
+        Empty lines before a request are dropped (RFC 9112 2.2: a server should ignore at
+        least one). A first line with fewer than three words is an HTTP/0.9 request or
+        garbage: either way the handler answers it without reading headers.
         """
+        while self.pending.startswith((b"\r\n", b"\n")):
+            del self.pending[: 2 if self.pending.startswith(b"\r\n") else 1]
         end = self.pending.find(b"\n")
         if end < 0:
             return False

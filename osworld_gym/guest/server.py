@@ -94,6 +94,9 @@ class GuestRequestHandler(BaseHTTPRequestHandler):
     request: Connection  # type: ignore[assignment]
     protocol_version = "HTTP/1.1"  # keep-alive: the client reuses one connection per desktop
     server_version = "osworld-gym-guest"
+    # Errors to a request line without a usable version still get a status line and headers
+    # (http.server's default, HTTP/0.9, answers with a bare body).
+    default_request_version = "HTTP/1.0"
 
     def setup(self) -> None:
         """Read from the connection's buffer and socket; write straight to the socket."""
@@ -196,7 +199,13 @@ class GuestRequestHandler(BaseHTTPRequestHandler):
         return response
 
     def _content_length(self) -> int:
-        raw = self.headers.get("Content-Length")
+        lengths = self.headers.get_all("Content-Length") or []
+        if len(set(lengths)) > 1 or (lengths and self.headers.get("Transfer-Encoding")):
+            # Two framings of one body: whichever we chose, a proxy might choose the other
+            # (request smuggling, RFC 9112 6.3): refuse, and the connection with it.
+            self.close_connection = True
+            raise HTTPError(400, "conflicting Content-Length or Transfer-Encoding headers")
+        raw = lengths[0] if lengths else None
         if raw is None:
             if self.headers.get("Transfer-Encoding"):
                 self.close_connection = True
@@ -275,13 +284,25 @@ class GuestRequestHandler(BaseHTTPRequestHandler):
     def _send_file(self, response: Response) -> None:
         """A file's bytes with the length actually sent in ``Content-Length``.
 
-        The size is taken once, from the open file: a file that grows meanwhile is sent as it
-        was then. Files whose size the kernel reports as 0 while they have content (``/proc``)
-        are read whole first. A file that shrinks under us cannot keep the promised length: the
-        connection is closed after it, so the client sees a short body, never the next answer.
+        The file is opened before anything is sent, so a file that cannot be read gets a JSON
+        error. The size is taken once, from the open file: a file that grows meanwhile is sent
+        as it was then. Files whose size the kernel reports as 0 while they have content
+        (``/proc``) are read whole first. A file that shrinks or fails under us cannot keep
+        the promised length: the connection is closed after it, so the client sees a short
+        body, never the next answer.
         """
         assert response.file_path is not None
-        with open(response.file_path, "rb") as f:
+        try:
+            f = open(response.file_path, "rb")  # noqa: SIM115 - closed below
+        except OSError as e:
+            self.close_connection = True
+            message = f"could not read {response.file_path}: {e.strerror or e}"
+            error = Response.json({"status": "error", "message": message}, status=404)
+            self._send_head(error, len(error.body))
+            if self.command != "HEAD":
+                self.wfile.write(error.body)
+            return
+        with f:
             size = os.fstat(f.fileno()).st_size
             if size == 0:
                 data = f.read()
@@ -294,7 +315,11 @@ class GuestRequestHandler(BaseHTTPRequestHandler):
                 return
             left = size
             while left > 0:
-                chunk = f.read(min(_CHUNK, left))
+                try:
+                    chunk = f.read(min(_CHUNK, left))
+                except OSError as e:
+                    logger.warning("reading %s failed mid-answer: %s", response.file_path, e)
+                    chunk = b""
                 if not chunk:
                     self.close_connection = True
                     return

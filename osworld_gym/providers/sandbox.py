@@ -201,7 +201,9 @@ def wrap(
         "--tmpfs", "/home",
         "--bind", str(folders.home), DESKTOP_HOME,
         "--bind", str(folders.tmp), "/tmp",
-        "--bind-try", X11_SOCKETS, X11_SOCKETS,
+        # Read-only: clients connect to the X servers' sockets (a socket on a read-only mount
+        # still takes connections) but cannot remove other desktops' or the host's.
+        "--ro-bind-try", X11_SOCKETS, X11_SOCKETS,
         "--bind", str(folders.var_tmp), "/var/tmp",
         # A private /run (the host's holds its sockets: system bus, docker): only what resolves
         # names, the desktop's state and its runtime folder.

@@ -77,6 +77,8 @@ def test_the_hosts_devices_cannot_be_removed_or_added_to() -> None:
             f"rm -f /dev/null; mv /dev/zero /dev/{name}; touch /dev/{name}-new; "
             # The sandbox's init has a /dev too, which its programs reach through /proc/1/root.
             f"touch /proc/1/root/dev/{name}-init; rm -f /proc/1/root/dev/null; "
+            # Other desktops' X sockets (and the host's) stay out of reach too.
+            f"touch /tmp/.X11-unix/{name}; "
             "python3 -c 'import pty, os; pid, fd = pty.fork(); os._exit(0) if pid == 0 else 0'"
             " && echo pty-ok",
         )
@@ -86,6 +88,7 @@ def test_the_hosts_devices_cannot_be_removed_or_added_to() -> None:
     assert Path("/dev/zero").is_char_device()
     for leftover in (name, f"{name}-new", f"{name}-init"):
         assert not Path("/dev", leftover).exists()
+    assert not Path("/tmp/.X11-unix", name).exists()
 
 
 def test_reset_empties_tmp_and_restores_home() -> None:
