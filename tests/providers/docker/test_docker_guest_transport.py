@@ -158,6 +158,7 @@ def test_the_token_is_in_no_environment(guest_image: str, our_containers) -> Non
     assert our_containers() == []
 
 
+@pytest.mark.slow  # a container each; the default suite keeps the main paths
 def test_a_token_passed_by_variable_reaches_no_desktop_program(
     guest_image: str, docker_engine, our_containers
 ) -> None:
@@ -195,6 +196,7 @@ def test_a_token_passed_by_variable_reaches_no_desktop_program(
     assert our_containers() == []
 
 
+@pytest.mark.slow  # a container each; the default suite keeps the main paths
 def test_a_missing_token_file_stops_the_desktop(guest_image: str, docker_engine) -> None:
     container = docker_engine.containers.run(
         guest_image,
@@ -243,6 +245,7 @@ def test_plain_http_across_the_network_is_logged(
     assert "tokens cross the network in clear text" in caplog.text
 
 
+@pytest.mark.slow  # a container each; the default suite keeps the main paths
 def test_an_engine_login_through_its_proxy_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,7 +15,10 @@ from osworld_gym.providers.docker_provider import DockerProviderConfig
 pytestmark = pytest.mark.desktop
 
 
-@pytest.mark.parametrize(("component", "program"), [("wm", "openbox"), ("dbus", "dbus-daemon")])
+@pytest.mark.parametrize(
+    ("component", "program"),
+    [("wm", "openbox"), pytest.param("dbus", "dbus-daemon", marks=pytest.mark.slow)],
+)
 def test_a_dead_session_part_in_a_container_ends_the_episode(
     guest_image: str, our_containers: object, component: str, program: str
 ) -> None:
