@@ -226,11 +226,6 @@ class ConnectionServer(socketserver.TCPServer):
 
     # --- public --------------------------------------------------------------------------
 
-    def open_connections(self) -> int:
-        """Connections open now (waiting in the selector or being served)."""
-        with self._lock:
-            return self._open
-
     def serve_forever(self, poll_interval: float = 0.5) -> None:
         """Accept and serve connections until :meth:`shutdown`."""
         self._stop.clear()
