@@ -27,7 +27,14 @@ def imported_after(code: str) -> set[str]:
 
 @pytest.mark.parametrize(
     "module",
-    ["osworld_gym", "osworld_gym.env", "osworld_gym.pool", "osworld_gym.cli", "osworld_gym.guest"],
+    [
+        "osworld_gym",
+        "osworld_gym.env",
+        "osworld_gym.pool",
+        "osworld_gym.cli",
+        "osworld_gym.guest",
+        "osworld_gym.integrations",
+    ],
 )
 def test_the_env_library_never_imports_the_trainer_stack(module: str) -> None:
     assert not imported_after(f"import {module}") & set(HEAVY)

@@ -207,16 +207,16 @@ class Lease:
     def __enter__(self) -> Lease:
         return self
 
-    def __exit__(self, exc_type: object, *exc: object) -> None:
-        # An exception mid-episode leaves the desktop in an unknown state (a step may still be
-        # running): treat it as broken so the next trajectory starts from a fresh desktop.
-        self.release(broken=exc_type is not None and exc_type is not GeneratorExit)
+    def __exit__(self, *exc: object) -> None:
+        # Released as not broken even when an exception left the episode half-way: a step
+        # still in flight is drained by the desk, and the next reset restores the desktop.
+        self.release()
 
     async def __aenter__(self) -> Lease:
         return self
 
-    async def __aexit__(self, exc_type: object, *exc: object) -> None:
-        self.release(broken=exc_type is not None and exc_type is not GeneratorExit)
+    async def __aexit__(self, *exc: object) -> None:
+        self.release()
 
     def __repr__(self) -> str:
         state = "released" if self._released else ("idle" if self.done else "in episode")
