@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import hashlib
 import json
 import logging
 import threading
@@ -35,6 +36,7 @@ from osworld_gym.pool.config import EnvFactory, EnvSpec, PoolConfig, RayBackendC
 from osworld_gym.pool.pool import EnvPool
 from osworld_gym.pool.results import EnvResult
 from osworld_gym.pool.state import EnvState
+from osworld_gym.tasks import TaskSet
 
 logger = logging.getLogger(__name__)
 
@@ -365,7 +367,9 @@ class DesktopLeases:
                 if waiter.set_running_or_notify_cancel():  # False: the waiter gave up
                     waiter.set_result(env_id)
                     return
-            self._free.append(env_id)
+            # Last returned, first lent: desktops beyond the concurrency actually used are
+            # never launched (envs launch at their first reset).
+            self._free.appendleft(env_id)
 
     def _retire(self, env_id: int) -> None:
         with self._lock:
@@ -482,10 +486,20 @@ _SHARED: dict[str, DesktopLeases] = {}
 _SHARED_LOCK = threading.Lock()
 
 
+def _key_part(value: Any) -> Any:
+    """JSON for values the default encoder refuses; a task set by its tasks' content."""
+    if isinstance(value, TaskSet):
+        digest = hashlib.sha256()
+        for task in sorted(value, key=lambda t: t.id):
+            digest.update(json.dumps(task.to_dict(), sort_keys=True, default=repr).encode())
+        return {"taskset": digest.hexdigest()}
+    return repr(value)
+
+
 def _shared_key(env: EnvSpec | Mapping[str, Any], backend: Any) -> str:
     spec = env if isinstance(env, EnvSpec) else EnvSpec(kwargs=dict(env))
     payload = {"entry_point": spec.entry_point, "kwargs": dict(spec.kwargs), "backend": backend}
-    return json.dumps(payload, sort_keys=True, default=repr)
+    return json.dumps(payload, sort_keys=True, default=_key_part)
 
 
 def _forget_shared(desk: DesktopLeases) -> None:

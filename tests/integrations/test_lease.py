@@ -320,3 +320,24 @@ def test_a_desktop_killed_mid_episode_ends_only_that_episode(ui_desk: DesktopLea
         for answer in answers:
             result = victim.step(answer)
         assert result.info["score"] == 1.0
+
+
+def test_shared_desks_tell_task_sets_apart_by_content() -> None:
+    suite = load_tasks(SUITE)
+    first, second = suite.filter(domain="click_colour"), suite.filter(domain="find_ok")
+    try:
+        desk = DesktopLeases.shared({"tasks": first}, 1)
+        again = load_tasks(SUITE).filter(domain="click_colour")  # equal content, new object
+        assert DesktopLeases.shared({"tasks": again}, 1) is desk
+        assert DesktopLeases.shared({"tasks": second}, 1) is not desk
+    finally:
+        close_shared_leases()
+
+
+def test_the_last_returned_env_is_lent_first() -> None:
+    factory = FakeFactory()
+    with _desk(factory, 4) as desk:
+        for _ in range(5):
+            with desk.acquire() as lease:
+                lease.reset("short")
+        assert factory.builds == 1, "one trajectory at a time needs one env"
