@@ -9,6 +9,8 @@ Subcommands (each in :mod:`osworld_gym.commands`):
     view         a self-contained HTML report of a run
     export       a run or a replay buffer as a Hugging Face datasets Parquet dataset
     serve-guest  run the guest server for a display (what runs inside each desktop)
+    serve-env    serve desktops as an OpenEnv environment, one per WebSocket session (the
+                 openenv extra)
     image        build guest images from the vm_images/ recipes
     desktop      launch a ``local`` desktop, show that it works, and optionally keep it up
     play         run a few episodes of ``OSWorld-v0`` with a random or do-nothing agent
@@ -28,13 +30,14 @@ from osworld_gym.commands import (
     image,
     play,
     run,
+    serve_env,
     tasks,
     view,
 )
 
 logger = logging.getLogger(__name__)
 
-_SUBCOMMANDS = (doctor, tasks, run, view, export, guest, image, desktop, play)
+_SUBCOMMANDS = (doctor, tasks, run, view, export, guest, serve_env, image, desktop, play)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -163,9 +163,9 @@ class _Plan:
 
 
 def _plan(args: argparse.Namespace) -> _Plan:
-    remote = _remote_config(args)  # usage errors first, before any agent or env starts
+    remote = remote_config(args)  # usage errors first, before any agent or env starts
     tasks = _select_tasks(args)
-    requested_screen = _parse_screen(args.screen_size) if args.screen_size else None
+    requested_screen = parse_screen(args.screen_size) if args.screen_size else None
     options = AgentOptions(
         agent=args.agent,
         model=args.model,
@@ -176,7 +176,7 @@ def _plan(args: argparse.Namespace) -> _Plan:
         max_new_tokens=args.max_new_tokens,
         history_images=args.history_images or None,
         seed=args.seed,
-        screen_size=requested_screen or _suite_screen(args.tasks),
+        screen_size=requested_screen or suite_screen(args.tasks),
         num_envs=args.num_envs,
         agent_args=dict(_key_value(item) for item in args.agent_arg),
     )
@@ -197,7 +197,7 @@ def _plan(args: argparse.Namespace) -> _Plan:
         max_steps=args.max_steps,
         hard=args.hard,
     )
-    provider, image = _provider(args.provider, args.image, screen, remote)
+    provider, image = provider_from_args(args.provider, args.image, screen, remote)
     env_kwargs = {
         "tasks": args.tasks,
         "provider": provider,
@@ -247,11 +247,12 @@ def _select_tasks(args: argparse.Namespace) -> TaskSet:
     return tasks
 
 
-def _suite_screen(source: str) -> tuple[int, int]:
+def suite_screen(source: str) -> tuple[int, int]:
+    """The screen size a bundled suite was made for (the default screen for other sources)."""
     return SUITE_SCREENS.get(str(source), DEFAULT_SCREEN)
 
 
-def _remote_config(args: argparse.Namespace) -> RemoteProviderConfig | None:
+def remote_config(args: argparse.Namespace) -> RemoteProviderConfig | None:
     """The remote provider's config from ``--guest-url``/``--guest-token-env``; else None.
 
     Raises:
@@ -283,7 +284,7 @@ def _remote_config(args: argparse.Namespace) -> RemoteProviderConfig | None:
     return RemoteProviderConfig(urls=urls, token=token)  # validates the URLs
 
 
-def _provider(
+def provider_from_args(
     name: str,
     image: str | None,
     screen: tuple[int, int],
@@ -312,7 +313,8 @@ def _provider(
     return name, f"{name} provider default"
 
 
-def _parse_screen(text: str) -> tuple[int, int]:
+def parse_screen(text: str) -> tuple[int, int]:
+    """``"WxH"`` as ``(width, height)``; a usage error for anything else."""
     try:
         width, height = (int(n) for n in text.lower().split("x"))
     except ValueError:
