@@ -43,15 +43,27 @@ def cache_root() -> Path:
 
 
 def find_python(version: str) -> Path | None:
-    """An interpreter of this ``major.minor`` version: on PATH, or one of pyenv's."""
+    """A working interpreter of this ``major.minor`` version: on PATH, or one of pyenv's.
+
+    Each candidate is run once: pyenv's shim ``python3.12`` is on PATH even when 3.12 is not
+    the selected version, and then it exits 127.
+    """
+    candidates: list[Path] = []
     found = shutil.which(f"python{version}")
     if found:
-        return Path(found)
+        candidates.append(Path(found))
     pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    for candidate in sorted(pyenv_root.glob(f"{version}.*"), reverse=True):
-        python = candidate / "bin" / "python"
-        if python.is_file():
-            return python
+    candidates += sorted(pyenv_root.glob(f"{version}.*/bin/python"), reverse=True)
+    probe = "import sys; print('%d.%d' % sys.version_info[:2])"
+    for candidate in candidates:
+        try:
+            done = subprocess.run(
+                [str(candidate), "-c", probe], capture_output=True, text=True, timeout=60
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if done.returncode == 0 and done.stdout.strip() == version:
+            return candidate
     return None
 
 
@@ -142,6 +154,8 @@ def ensure_venv(
         for stale in root.glob(f"{name}-*"):  # older keys of this venv: superseded
             if stale.is_dir() and stale != target:
                 shutil.rmtree(stale, ignore_errors=True)
+                for leftover in (stale.with_name(stale.name + ".log"),):
+                    leftover.unlink(missing_ok=True)
         log = root / f"{name}-{key}.log"
         log.write_text("")
         deadline = time.monotonic() + BUILD_TIMEOUT_S
