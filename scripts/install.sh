@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine for osworld-gym: system packages (scripts/install_system_deps.sh),
-# then the Python package with its guest, eval, media, chrome, ray, train, test, docker, ssh and
-# export extras into the current Python.
+# then the Python package with its guest, eval, media, chrome, ray, train, test, docker, ssh,
+# export, trl, skyrl and openenv extras into the current Python (verl, whose transformers pin
+# clashes with train, gets a side venv in its tests).
 #   bash scripts/install.sh            # regular install (what CI and users run)
 #   bash scripts/install.sh --editable # for development
 set -euo pipefail
@@ -15,7 +16,7 @@ PIP=(python -m pip install -q --disable-pip-version-check --root-user-action=ign
 if ! python -c "import torch" >/dev/null 2>&1; then
   "${PIP[@]}" "torch==2.13.0"
 fi
-EXTRAS="guest,eval,media,chrome,ray,train,test,docker,ssh,export"
+EXTRAS="guest,eval,media,chrome,ray,train,test,docker,ssh,export,trl,skyrl,openenv"
 if [ "${1:-}" = "--editable" ]; then
   "${PIP[@]}" -e ".[$EXTRAS]"
 else
