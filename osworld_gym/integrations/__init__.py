@@ -7,8 +7,16 @@ The core, importable without any trainer installed:
 * :mod:`.tools` -- :func:`tool_schemas` and :func:`action_from_tool_call`, the GUI actions as
   function tools.
 
-One module per trainer (each needing that trainer's extra) builds on them; importing one of those
-without its trainer raises an error that names the extra to install.
+One module per trainer builds on them, each needing that trainer's extra (importing one without
+its trainer raises an error that names the extra to install):
+
+* :mod:`.verl` -- ``OSWorldAgentLoop``, verl's agent loop ``osworld_agent`` (``[verl]``);
+* :mod:`.skyrl` -- ``OSWorldTextEnv``, skyrl-gym's env ``osworld`` (``[skyrl]``);
+* :mod:`.trl` -- ``osworld_environment``, TRL's ``environment_factory`` (``[trl]``);
+* :mod:`.openenv` -- ``OSWorldEnvironment`` and ``OSWorldEnvClient``, served by
+  ``osworld-gym serve-env`` (``[openenv]``);
+* :mod:`.episode` -- ``osworld_episode``, one UI-TARS episode against an OpenAI-compatible
+  endpoint (no extra: the agents package, without torch).
 """
 
 from __future__ import annotations
