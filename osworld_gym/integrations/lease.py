@@ -40,6 +40,9 @@ from osworld_gym.tasks import TaskSet
 
 logger = logging.getLogger(__name__)
 
+# How long a release waits for the pool's loop to take the env back (one loop turn normally).
+_SORT_TIMEOUT_S = 30.0
+
 __all__ = [
     "DesktopLeases",
     "Lease",
@@ -265,6 +268,7 @@ class DesktopLeases:
         self._closed = False
         self._lent = 0
         self._relaunches = 0
+        self._settling: set[asyncio.Task[None]] = set()  # on the pool's loop only
 
     # --- lending -----------------------------------------------------------------------------
 
@@ -332,18 +336,44 @@ class DesktopLeases:
         return Lease(self, env_id)
 
     def _give_back(self, env_id: int, *, broken: bool) -> None:
-        """Return an env to the free list, first settling a call left in flight or a break."""
+        """Return an env to the free list, first settling a call left in flight or a break.
+
+        The env's state is read on the pool's loop, after whatever the lease sent it: a step
+        cancelled just as it was sent is then seen in flight, and drained before anyone else
+        borrows the env. The caller waits for that one loop turn, never for the drain or the
+        stopping of a broken desktop.
+        """
         if self._closed:
             return
-        pending = self.pool.env_state(env_id) is EnvState.PENDING
-        if broken or pending:
-            # Finish the env's business on the pool's own loop, then lend it again; the caller
-            # does not wait for a step it abandoned or a desktop being stopped.
-            asyncio.run_coroutine_threadsafe(
-                self._settle(env_id, pending=pending, broken=broken), self.pool._loop.loop
-            )
+        loop = self.pool._loop  # the pool's loop owns env states (pool.loop's docstring)
+        if loop.in_loop():
+            self._sort_returned(env_id, broken)
             return
-        self._make_free(env_id)
+        try:
+            sorted_out = asyncio.run_coroutine_threadsafe(
+                self._asort_returned(env_id, broken), loop.loop
+            )
+        except RuntimeError:  # the pool's loop is gone: the desk is closing
+            return
+        try:
+            sorted_out.result(timeout=_SORT_TIMEOUT_S)
+        except concurrent.futures.TimeoutError:
+            # The loop is stalled; the env goes back (or is settled) when it runs again.
+            logger.warning("env %d: the pool's loop took over %.0f s to take a lease back",
+                           env_id, _SORT_TIMEOUT_S)  # fmt: skip
+
+    async def _asort_returned(self, env_id: int, broken: bool) -> None:
+        self._sort_returned(env_id, broken)
+
+    def _sort_returned(self, env_id: int, broken: bool) -> None:
+        """On the pool's loop: free the env now, or once its business is settled."""
+        pending = self.pool.env_state(env_id) is EnvState.PENDING
+        if not (broken or pending):
+            self._make_free(env_id)
+            return
+        task = asyncio.ensure_future(self._settle(env_id, pending=pending, broken=broken))
+        self._settling.add(task)  # a reference, so the task is not collected mid-way
+        task.add_done_callback(self._settling.discard)
 
     async def _settle(self, env_id: int, *, pending: bool, broken: bool) -> None:
         try:

@@ -8,6 +8,7 @@ ending only its own episode) on real ``local`` desktops of the ``ui-basics`` sui
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import threading
 import time
@@ -341,3 +342,26 @@ def test_the_last_returned_env_is_lent_first() -> None:
             with desk.acquire() as lease:
                 lease.reset("short")
         assert factory.builds == 1, "one trajectory at a time needs one env"
+
+
+def test_a_step_cancelled_as_it_is_sent_never_reaches_the_next_borrower() -> None:
+    """Cancel at once, release at once: the next borrower must find no call in flight."""
+    factory = FakeFactory(step_latency=0.02, lengths={"long": 1000})
+    with _desk(factory, 1) as desk:
+
+        async def churn() -> None:
+            for _ in range(50):
+                lease = await desk.aacquire(timeout=30)
+                if lease.done:
+                    await lease.areset("long")
+                step = asyncio.ensure_future(lease.astep("noop"))
+                await asyncio.sleep(0)  # the step is on its way to the pool's loop
+                step.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await step
+                lease.release()
+                again = await desk.aacquire(timeout=30)
+                assert desk.pool.env_state(again.env_id) is not EnvState.PENDING
+                again.release()
+
+        asyncio.run(churn())
