@@ -129,6 +129,8 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         self._step = 0
         self._episode_over = True
         self._last_obs: dict[str, Any] | None = None
+        # How the last observation's settle wait ended (merged into reset's and step's info).
+        self._settle_report: dict[str, Any] = {"settle_end": None, "settle_pending": ()}
         self.restarts = 0
         # This env's folder for files the evaluator fetched (made at the first evaluation),
         # deleted on close, garbage collection or exit; after a SIGKILL by the next env or
@@ -169,7 +171,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         # Apps just started by the setup may pause between drawing phases: a longer quiet
         # period for the first observation, so the agent's first keys are not lost.
         obs = self._observe("", timings, quiet=self.config.reset_settle_quiet)
-        info = self._info(timings=timings, setup_warnings=warnings)
+        info = self._info(timings=timings, setup_warnings=warnings, **self._settle_report)
         return obs, info
 
     def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
@@ -204,6 +206,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
             info["action_error"] = self._act(plan.actions, timings)
             error = parse_error or info["action_error"] or ""
             obs = self._observe(error, timings)
+            info.update(self._settle_report)
             reward = 0.0
             if terminated or truncated:
                 reward = self._score(terminal == "fail", info, timings)
@@ -343,12 +346,18 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
             settle=self.config.settle,
             settle_timeout=self.config.settle_timeout,
             settle_quiet=quiet if quiet is not None else self.config.settle_quiet,
+            settle_mode=self.config.settle_mode,
         )
         if shot.faults:
             # What the guest sees of the session (any provider: a container's or VM's window
             # manager is out of reach of quick_check()).
             raise DesktopDiedError(shot.faults[0], None, "the guest saw it stop")
         timings["settle"] = shot.settle_seconds
+        # Not in timings, which hold seconds only: what ended the wait, and what was pending.
+        self._settle_report = {
+            "settle_end": shot.settle_end,
+            "settle_pending": shot.settle_pending,
+        }
         tree = self._accessibility_tree() if self.config.accessibility_tree else None
         obs = self._make_obs(_fit(shot.to_array(), self.config.screen_size), error, tree)
         timings["observe"] = time.perf_counter() - start

@@ -12,6 +12,9 @@ ACTION_FORMATS = ("uitars", "pyautogui", "computer_13", "structured")
 # "osworld": every metric scores as OSWorld's own code does (published numbers compare);
 # "fixed": the metrics where OSWorld has a score-changing bug use the corrected version.
 EVALUATION_MODES = ("osworld", "fixed")
+# How the guest decides the screen settled (osworld_gym.guest.settle.SETTLE_MODES; repeated
+# here so the config imports nothing of the guest).
+SETTLE_MODES = ("poll", "events")
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,12 @@ class EnvConfig:
         settle: Observe only once the screen stopped changing (bounded by settle_timeout).
         settle_timeout: Seconds to wait for the screen to settle at most.
         settle_quiet: Seconds without change that count as settled.
+        settle_mode: ``"poll"`` compares full frames until ``settle_quiet`` passes without
+            change (blind to apps that load without drawing); ``"events"`` waits on X damage
+            and window events and holds while a launch is pending (a new process using CPU,
+            startup notification, busy cursor), then ``settle_quiet`` of stillness; tens of
+            milliseconds of quiet suit it (e.g. 0.03). ``info["settle_end"]`` and
+            ``info["settle_pending"]`` say how each observation's wait ended.
         reset_settle_quiet: The same for the first observation after a reset (apps that the
             setup just started draw in phases).
         accessibility_tree: Add OSWorld's XML accessibility tree to observations (costly:
@@ -53,6 +62,7 @@ class EnvConfig:
     settle: bool = True
     settle_timeout: float = 3.0
     settle_quiet: float = 0.2
+    settle_mode: str = "poll"
     reset_settle_quiet: float = 0.6
     accessibility_tree: bool = False
     wait_seconds: float = 1.0
@@ -73,6 +83,8 @@ class EnvConfig:
             raise ValueError(
                 f"evaluation must be one of {EVALUATION_MODES}, got {self.evaluation!r}"
             )
+        if self.settle_mode not in SETTLE_MODES:
+            raise ValueError(f"settle_mode must be one of {SETTLE_MODES}, got {self.settle_mode!r}")
         if self.max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {self.max_steps}")
         width, height = self.screen_size

@@ -19,6 +19,13 @@ import mss.tools
 from mss.exception import ScreenShotError
 from PIL import Image, ImageDraw
 
+from osworld_gym.guest.settle import (
+    SETTLE_MODES,
+    SIGNAL_SCREEN,
+    EventSettler,
+    SettleUnavailableError,
+)
+
 FORMATS = ("png", "jpeg", "raw")
 # A plain arrow (tip at 0,0), drawn when the X server will not hand out the cursor image.
 _ARROW = ((0, 0), (0, 17), (4, 13), (7, 20), (10, 19), (7, 12), (12, 12))
@@ -37,7 +44,11 @@ class ScreenshotOptions:
         settle: Wait until the screen stops changing before returning it.
         settle_timeout: Seconds to wait for the screen to settle at most.
         settle_quiet: Seconds the screen must stay unchanged to count as settled.
-        settle_interval: Seconds between frames compared while settling.
+        settle_interval: Seconds between frames compared while settling (``"poll"``), or
+            between samples of new processes while one exists (``"events"``).
+        settle_mode: ``"poll"`` compares full frames every ``settle_interval`` until
+            ``settle_quiet`` passes without change; ``"events"`` waits on X damage, window
+            events and launch signals (:mod:`osworld_gym.guest.settle`), copying no frame.
     """
 
     format: str = "png"
@@ -49,6 +60,7 @@ class ScreenshotOptions:
     settle_timeout: float = 3.0
     settle_quiet: float = 0.2
     settle_interval: float = 0.04
+    settle_mode: str = "poll"
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -63,6 +75,8 @@ class ScreenshotOptions:
             raise ValueError("settle_timeout must be in (0, 60] and settle_quiet in [0, 10]")
         if not 0.005 <= self.settle_interval <= 1:
             raise ValueError("settle_interval must be in [0.005, 1]")
+        if self.settle_mode not in SETTLE_MODES:
+            raise ValueError(f"settle_mode must be one of {SETTLE_MODES}, got {self.settle_mode!r}")
 
 
 @dataclass(frozen=True)
@@ -78,6 +92,9 @@ class Screenshot:
     settled: bool | None  # None when no settle wait was asked for
     settle_seconds: float
     frames: int
+    settle_end: str | None = None  # "quiet" or "timeout"; None when no settle wait was asked
+    settle_pending: tuple[str, ...] = ()  # signals still pending when the wait ended
+    settle_seen: tuple[str, ...] = ()  # signals seen during the wait
 
 
 class ScreenCapture:
@@ -91,9 +108,13 @@ class ScreenCapture:
     """
 
     def __init__(
-        self, display_name: str, pointer: Callable[[], tuple[int, int]] | None = None
+        self,
+        display_name: str,
+        pointer: Callable[[], tuple[int, int]] | None = None,
+        settler: EventSettler | None = None,
     ) -> None:
         self._pointer = pointer
+        self._settler = settler
         self._lock = threading.Lock()
         self._grabbers = {
             cursor: mss.MSS(display=display_name, with_cursor=cursor) for cursor in (True, False)
@@ -133,8 +154,22 @@ class ScreenCapture:
         start = time.perf_counter()
         settled: bool | None = None
         frames = 1
-        if options.settle:
-            raw, settled, frames = self._settle(options)
+        end: str | None = None
+        pending: tuple[str, ...] = ()
+        seen: tuple[str, ...] = ()
+        if options.settle and options.settle_mode == "events":
+            if self._settler is None:
+                raise SettleUnavailableError("this capture has no event settler")
+            result = self._settler.wait(
+                options.settle_timeout, options.settle_quiet, options.settle_interval
+            )
+            settled, end, pending, seen = result.settled, result.end, result.pending, result.seen
+            raw = self.grab_raw(options.cursor)
+        elif options.settle:
+            raw, settled, frames, changed = self._settle(options)
+            end = "quiet" if settled else "timeout"
+            pending = () if settled else (SIGNAL_SCREEN,)
+            seen = (SIGNAL_SCREEN,) if changed else ()
         else:
             raw = self.grab_raw(options.cursor)
         settle_seconds = time.perf_counter() - start if options.settle else 0.0
@@ -153,28 +188,31 @@ class ScreenCapture:
             settled,
             settle_seconds,
             frames,
+            end,
+            pending,
+            seen,
         )
 
-    def _settle(self, options: ScreenshotOptions) -> tuple[bytes, bool, int]:
+    def _settle(self, options: ScreenshotOptions) -> tuple[bytes, bool, int, bool]:
         # The pointer is left out of the comparison so a blinking/animated cursor cannot keep
         # the screen "busy"; the returned frame is re-grabbed with the cursor when asked for.
         deadline = time.monotonic() + options.settle_timeout
         previous = self.grab_raw(cursor=False)
         unchanged_since = time.monotonic()
         frames = 1
-        settled = False
+        settled = changed = False
         while time.monotonic() < deadline:
             time.sleep(options.settle_interval)
             frame = self.grab_raw(cursor=False)
             frames += 1
             now = time.monotonic()
             if frame != previous:
-                previous, unchanged_since = frame, now
+                previous, unchanged_since, changed = frame, now, True
             elif now - unchanged_since >= options.settle_quiet:
                 settled = True
                 break
         raw = self.grab_raw(cursor=True) if options.cursor else previous
-        return raw, settled, frames
+        return raw, settled, frames, changed
 
     def close(self) -> None:
         """Release the X connections."""

@@ -17,6 +17,7 @@ import io
 import logging
 import shlex
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -66,6 +67,9 @@ class Screenshot:
     settled: bool | None = None
     settle_seconds: float = 0.0
     faults: tuple[str, ...] = ()  # parts of the session the guest saw stop ("wm", "dbus")
+    settle_end: str | None = None  # "quiet" or "timeout"; None without a settle wait
+    settle_pending: tuple[str, ...] = ()  # signals pending when the wait ended
+    settle_seen: tuple[str, ...] = ()  # signals seen during the wait
 
     def to_array(self) -> np.ndarray:
         """Decode into an ``H x W x 3`` uint8 array."""
@@ -244,8 +248,22 @@ class GuestClient:
         settle: bool = False,
         settle_timeout: float = 3.0,
         settle_quiet: float = 0.2,
+        settle_mode: str = "poll",
     ) -> Screenshot:
-        """Take a screenshot; ``settle`` waits (bounded) until the screen stops changing."""
+        """Take a screenshot; ``settle`` waits (bounded) until the screen stops changing.
+
+        Args:
+            format: ``"png"``, ``"jpeg"`` or ``"raw"`` (packed RGB).
+            quality: JPEG quality.
+            max_pixels: Downscale to at most this many pixels; 0 = full size.
+            cursor: Draw the pointer in.
+            settle: Wait until the screen is done changing (bounded by ``settle_timeout``).
+            settle_timeout: Seconds the settle waits at most.
+            settle_quiet: Seconds without change that count as settled.
+            settle_mode: ``"poll"`` (compare frames) or ``"events"`` (X damage and launch
+                signals; needs the guest's ``screenshot.settle_mode`` capability). An official
+                OSWorld guest settles host-side, by comparing frames, whatever the mode.
+        """
         if not self.info().extended:
             return self._official_screenshot(format, quality, max_pixels, settle, settle_timeout)
         params = {
@@ -257,6 +275,10 @@ class GuestClient:
             "settle_timeout": settle_timeout,
             "settle_quiet": settle_quiet,
         }
+        if settle_mode != "poll":
+            # Guests older than the option would ignore it and poll: refuse instead.
+            self.require("screenshot.settle_mode")
+            params["settle_mode"] = settle_mode
         timeout = self.config.timeout + (settle_timeout if settle else 0)
         response = self._request(
             "GET", "/screenshot", idempotent=True, params=params, timeout=timeout
@@ -270,7 +292,10 @@ class GuestClient:
             int(headers.get("X-Image-Height", 0)),
             None if settled is None else settled == "true",
             float(headers.get("X-Settle-Seconds", 0.0)),
-            tuple(part for part in headers.get("X-Desktop-Faults", "").split(",") if part),
+            _header_list(headers, "X-Desktop-Faults"),
+            headers.get("X-Settle-End"),
+            _header_list(headers, "X-Settle-Pending"),
+            _header_list(headers, "X-Settle-Seen"),
         )
 
     def _official_screenshot(
@@ -299,7 +324,10 @@ class GuestClient:
             payload, ctype = data, "image/png"  # the guest's own PNG, untouched
         else:
             payload, ctype = encode(pixels, size, ScreenshotOptions(format=format, quality=quality))
-        return Screenshot(payload, ctype, size[0], size[1], settled, time.monotonic() - start)
+        end = None if settled is None else "quiet" if settled else "timeout"
+        return Screenshot(
+            payload, ctype, size[0], size[1], settled, time.monotonic() - start, (), end
+        )
 
     def screen_size(self) -> tuple[int, int]:
         """The screen's (width, height)."""
@@ -645,3 +673,8 @@ def _sorted_tree(node: dict[str, Any]) -> dict[str, Any]:
         return node
     children = sorted((_sorted_tree(c) for c in node["children"]), key=lambda c: c["name"])
     return {**node, "children": children}
+
+
+def _header_list(headers: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """A comma-separated header as a tuple (empty when absent or empty)."""
+    return tuple(part for part in headers.get(name, "").split(",") if part)

@@ -14,6 +14,7 @@ from pathlib import Path
 from osworld_gym.guest.capture import ScreenCapture
 from osworld_gym.guest.connections import ConnectionLimits
 from osworld_gym.guest.recorder import Recorder
+from osworld_gym.guest.settle import EventSettler
 from osworld_gym.guest.x11 import X11Session
 
 logger = logging.getLogger(__name__)
@@ -93,7 +94,11 @@ class GuestContext:
         self.state_dir = Path(state)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.x11 = X11Session(config.display)
-        self.capture = ScreenCapture(config.display, pointer=self.x11.cursor_position)
+        # The events settle's X connection and thread start on its first use only.
+        self.settler = EventSettler(config.display)
+        self.capture = ScreenCapture(
+            config.display, pointer=self.x11.cursor_position, settler=self.settler
+        )
         self.input_lock = threading.Lock()
         self.a11y_lock = threading.Lock()  # one accessibility walk of this display at a time
         self.recorder = Recorder()
@@ -158,5 +163,6 @@ class GuestContext:
     def close(self) -> None:
         """Stop a recording and release X connections (apps are left to the provider)."""
         self.recorder.abort()
+        self.settler.close()
         self.capture.close()
         self.x11.close()

@@ -18,6 +18,7 @@ from osworld_gym.guest.capture import ScreenshotOptions
 from osworld_gym.guest.context import GuestContext
 from osworld_gym.guest.http import HTTPError, Request, Response, finite_number
 from osworld_gym.guest.routes_files import expand_path
+from osworld_gym.guest.settle import SettleUnavailableError
 from osworld_gym.guest.x11 import WindowInfo, keysym_for_key
 from osworld_gym.version import __version__
 
@@ -26,6 +27,7 @@ CAPABILITIES = (
     "screenshot.format",
     "screenshot.resize",
     "screenshot.settle",
+    "screenshot.settle_mode",
     "token",
     "run_bash_script.fixed",
     "open_file.timeout",
@@ -69,6 +71,7 @@ def _screenshot_options(query: dict[str, str]) -> ScreenshotOptions:
             settle_timeout=finite_number(query.get("settle_timeout", 3.0), "settle_timeout"),
             settle_quiet=finite_number(query.get("settle_quiet", 0.2), "settle_quiet"),
             settle_interval=finite_number(query.get("settle_interval", 0.04), "settle_interval"),
+            settle_mode=query.get("settle_mode", "poll").lower(),
         )
     except ValueError as e:
         raise HTTPError(400, f"bad screenshot option: {e}") from e
@@ -77,7 +80,10 @@ def _screenshot_options(query: dict[str, str]) -> ScreenshotOptions:
 def screenshot(ctx: GuestContext, request: Request) -> Response:
     """``/screenshot``: PNG with the pointer drawn in; query options pick format, size, settle."""
     query = {} if ctx.config.official else request.query
-    shot = ctx.capture.screenshot(_screenshot_options(query))
+    try:
+        shot = ctx.capture.screenshot(_screenshot_options(query))
+    except SettleUnavailableError as e:
+        raise HTTPError(501, str(e)) from e
     headers = {
         "X-Image-Width": str(shot.width),
         "X-Image-Height": str(shot.height),
@@ -88,6 +94,10 @@ def screenshot(ctx: GuestContext, request: Request) -> Response:
     }
     if shot.settled is not None:
         headers["X-Settled"] = "true" if shot.settled else "false"
+    if shot.settle_end is not None:
+        headers["X-Settle-End"] = shot.settle_end
+        headers["X-Settle-Pending"] = ",".join(shot.settle_pending)
+        headers["X-Settle-Seen"] = ",".join(shot.settle_seen)
     if shot.content_type == "application/octet-stream":
         headers["X-Pixel-Format"] = "RGB"
     if not ctx.config.official:

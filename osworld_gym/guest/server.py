@@ -51,6 +51,21 @@ TOKEN_VARIABLE = "OSWORLD_GYM_GUEST_TOKEN"
 
 
 EXTENSION_PATHS = frozenset({"/health", "/actions"})
+# Requests that may start programs or change the screen: processes started from one of them
+# on are launch candidates for the events settle (osworld_gym.guest.settle).
+ACTING_PATHS = frozenset(
+    {
+        "/actions",
+        "/execute",
+        "/setup/execute",
+        "/execute_with_verification",
+        "/setup/execute_with_verification",
+        "/setup/launch",
+        "/run_python",
+        "/run_bash_script",
+        "/setup/open_file",
+    }
+)
 
 
 def build_routes(official: bool = False) -> dict[str, dict[str, Route]]:
@@ -163,6 +178,8 @@ class GuestRequestHandler(BaseHTTPRequestHandler):
         body = self._read_body(url.path)
         query = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         request = Request(self.command, url.path, query, self._headers_message(), body)
+        if url.path in ACTING_PATHS:
+            self.server.ctx.settler.processes.mark()
         return handler(self.server.ctx, request)
 
     def _check_token(self) -> Response | None:

@@ -1,0 +1,209 @@
+"""The events settle on a real local desktop: fast after typing, holds for launches, bounded."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import requests
+from desktop_helpers import wait_until
+from Xlib import X, display, xobject
+from Xlib.protocol import rq
+
+from osworld_gym.env_config import EnvConfig
+from osworld_gym.guest.client import GuestClient, Screenshot
+from osworld_gym.guest.settle import _startup_field
+from osworld_gym.providers.local import LocalDesktop
+
+pytestmark = pytest.mark.desktop
+
+EVENTS_QUIET = 0.03
+XC_WATCH = 150  # the "watch" glyph of X's cursor font
+
+
+def _xterm(desktop: LocalDesktop, title: str) -> GuestClient:
+    client = desktop.client
+    client.launch(["xterm", "-title", title, "-geometry", "80x24+0+0"])
+    wait_until(lambda: title in client.execute(["wmctrl", "-l"]).output, message=title)
+    client.activate_window(title)
+    client.actions([{"kind": "click", "x": 100, "y": 100}])
+    return client
+
+
+def _events(client: GuestClient, timeout: float = 3.0, quiet: float = EVENTS_QUIET) -> Screenshot:
+    return client.screenshot(
+        format="raw",
+        cursor=False,
+        settle=True,
+        settle_timeout=timeout,
+        settle_quiet=quiet,
+        settle_mode="events",
+    )
+
+
+def _still_frame(client: GuestClient) -> np.ndarray:
+    """A frame once the screen was still for half a second (the reference to compare with)."""
+    shot = client.screenshot(
+        format="raw", cursor=False, settle=True, settle_timeout=10, settle_quiet=0.5
+    )
+    assert shot.settled
+    return shot.to_array()
+
+
+def _changed_share(before: np.ndarray, after: np.ndarray) -> float:
+    return float((before != after).any(axis=2).mean())
+
+
+def test_events_settle_is_fast_and_complete_after_typing(clean_desktop: LocalDesktop) -> None:
+    client = _xterm(clean_desktop, "events-typing")
+    before = _still_frame(client)
+    for n in range(3):
+        client.actions([{"kind": "type", "text": f"echo typed-{n}\n"}])
+        shot = _events(client)
+        assert (shot.settled, shot.settle_end, shot.settle_pending) == (True, "quiet", ())
+        # Well under the poll mode's 0.2 s quiet period alone.
+        assert shot.settle_seconds < 0.15, shot
+        observed = shot.to_array()
+        assert _changed_share(before, observed) > 0  # the typed text is on it
+        np.testing.assert_array_equal(observed, _still_frame(client))  # and nothing was left
+        before = observed
+
+
+def test_events_settle_waits_for_a_launched_app_window(clean_desktop: LocalDesktop) -> None:
+    client = _xterm(clean_desktop, "events-launch")
+    before = _still_frame(client)
+    client.actions([{"kind": "type", "text": "soffice --calc &\n"}])
+    shot = _events(client, timeout=60)
+    windows = client.execute(["wmctrl", "-l"]).output
+    assert shot.settled, shot
+    assert "process" in shot.settle_seen
+    # The poll settle at 0.2 s returns while the screen is still and LibreOffice loads
+    # (issue 20); this one returned only once Calc's window was up and on the observation.
+    assert "LibreOffice Calc" in windows or "Untitled 1" in windows, windows
+    assert _changed_share(before, shot.to_array()) > 0.2
+
+
+def test_events_settle_reports_a_busy_new_process(clean_desktop: LocalDesktop) -> None:
+    client = _xterm(clean_desktop, "events-cpu")
+    # A new process that uses CPU and draws nothing: the poll settle calls the screen settled.
+    client.actions([{"kind": "type", "text": "python3 -c 'while True: pass' & clear\n"}])
+    try:
+        shot = _events(client, timeout=0.5)
+        assert (shot.settled, shot.settle_end) == (False, "timeout"), shot
+        assert "process" in shot.settle_pending
+        assert 0.5 <= shot.settle_seconds < 1.0
+        poll = client.screenshot(format="raw", settle=True, settle_timeout=3, settle_quiet=0.2)
+        assert poll.settled  # blind to it
+    finally:
+        client.actions([{"kind": "type", "text": "kill $!\n"}])
+    wait_until(lambda: _events(client, timeout=1.0).settled, message="settled after the kill")
+
+
+def _animate(display_name: str, stop: threading.Event) -> None:
+    """Repaint a window in a new colour every 10 ms until ``stop`` is set."""
+    conn = display.Display(display_name)
+    try:
+        screen = conn.screen()
+        window = screen.root.create_window(300, 300, 200, 200, 0, screen.root_depth)
+        window.map()
+        gc = window.create_gc()
+        colour = 0
+        while not stop.wait(0.01):  # the animation's frame rate, not a wait for a condition
+            colour = (colour + 0x10305) & 0xFFFFFF
+            gc.change(foreground=colour)
+            window.fill_rectangle(gc, 0, 0, 200, 200)
+            conn.sync()
+        window.destroy()
+        conn.sync()
+    finally:
+        conn.close()
+
+
+def test_events_settle_honours_timeout_on_a_changing_screen(desktop: LocalDesktop) -> None:
+    stop = threading.Event()
+    animation = threading.Thread(target=_animate, args=(desktop.display, stop), daemon=True)
+    animation.start()
+    try:
+        shot = _events(desktop.client, timeout=0.4, quiet=0.05)
+        assert (shot.settled, shot.settle_end) == (False, "timeout"), shot
+        assert shot.settle_pending == ("screen",)
+        assert 0.4 <= shot.settle_seconds < 0.8
+    finally:
+        stop.set()
+        animation.join(timeout=5)
+    wait_until(lambda: _events(desktop.client, timeout=1.0).settled, message="a still screen")
+
+
+class _SetCursorName(rq.Request):
+    """XFixes SetCursorName (python-xlib lacks it): toolkits name the cursors they load."""
+
+    _request = rq.Struct(
+        rq.Card8("opcode"),
+        rq.Opcode(23),
+        rq.RequestLength(),
+        rq.Cursor("cursor"),
+        rq.LengthOf("name", 2),
+        rq.Pad(2),
+        rq.String8("name"),
+    )
+
+
+@pytest.mark.xfail(
+    reason="no XFixes cursor notification arrived on Xvfb here (open issue); the guest's "
+    "handling is untested on a real busy cursor",
+    strict=True,
+)
+def test_events_settle_reports_the_busy_cursor(clean_desktop: LocalDesktop) -> None:
+    client = clean_desktop.client
+    client.actions([{"kind": "move", "x": 640, "y": 600}])  # over the bare root window
+    _events(client)  # starts the guest's event thread before the cursor changes
+    conn = display.Display(clean_desktop.display)
+    try:
+        root = conn.screen().root
+        font: xobject.fontable.Font = conn.open_font("cursor")
+        watch = font.create_glyph_cursor(font, XC_WATCH, XC_WATCH + 1, (0, 0, 0), (65535,) * 3)
+        conn.xfixes_query_version()
+        _SetCursorName(
+            display=conn.display,
+            opcode=conn.display.get_extension_major("XFIXES"),
+            cursor=watch,
+            name="watch",
+        )
+        root.change_attributes(cursor=watch)
+        conn.sync()
+        shot = _events(client, timeout=0.4)
+        assert (shot.settled, shot.settle_end) == (False, "timeout"), shot
+        assert "busy_cursor" in shot.settle_pending
+        root.change_attributes(cursor=X.NONE)
+        conn.sync()
+        wait_until(lambda: _events(client, timeout=1.0).settled, message="the arrow back")
+    finally:
+        conn.close()
+
+
+def test_bad_settle_mode_is_refused(desktop: LocalDesktop) -> None:
+    for value in ("bogus", "", "events;poll"):
+        response = requests.get(
+            f"{desktop.endpoint}/screenshot?settle=1&settle_mode={value}",
+            headers={"Authorization": f"Bearer {desktop.token}"},
+            timeout=10,
+        )
+        assert response.status_code == 400, (value, response.text)
+        assert "settle_mode" in response.json()["message"]
+    with pytest.raises(ValueError, match="settle_mode"):
+        EnvConfig(settle_mode="bogus")
+
+
+def test_poll_mode_reports_its_end_too(desktop: LocalDesktop) -> None:
+    shot = desktop.client.screenshot(settle=True, settle_timeout=2.0, settle_quiet=0.05)
+    assert (shot.settled, shot.settle_end, shot.settle_pending) == (True, "quiet", ())
+    assert desktop.client.screenshot().settle_end is None
+
+
+def test_startup_notification_fields() -> None:
+    message = r'ID=app-1_TIME123 NAME="Lib re" SCREEN=0 DESC=a\ b'
+    assert _startup_field(message, "ID") == "app-1_TIME123"
+    assert _startup_field(message, "NAME") == "Lib re"
+    assert _startup_field(message, "DESC") == "a b"
+    assert _startup_field(message, "WMCLASS") is None
