@@ -91,8 +91,9 @@ class TrainConfig:
     """Step limit of an episode."""
     parse_error_ends_episode: bool = True
     """End an episode at the first unparsable response, as ARPO does."""
-    max_concurrent_resets: int = 4
-    """Resets (desktop launches included) running at once per rank."""
+    max_concurrent_resets: int | None = None
+    """Resets (desktop launches included) running at once per rank (None: scaled with num_envs
+    and this host's cores, see osworld_gym.pool.PoolConfig)."""
 
     # --- rollouts -----------------------------------------------------------------------------
     tasks_per_iteration: int = 16

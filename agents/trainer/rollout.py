@@ -141,10 +141,18 @@ def collect_groups(
     Returns:
         The groups and the number of episodes re-run after infrastructure faults.
     """
+    # The trainer's agents generate in process, one batch at a time under the engine's lock:
+    # more calls in flight would only queue in smaller batches, while one call in flight lets
+    # the envs that become ready meanwhile go together in the next.
     collector = RolloutCollector(
         pool,
         policy,
-        CollectorConfig(seed=seed, screenshot_format="png", max_policy_batch=max_policy_batch),
+        CollectorConfig(
+            seed=seed,
+            screenshot_format="png",
+            max_policy_batch=max_policy_batch,
+            policy_concurrency=1,
+        ),
     )
     sizes = [group_size] * len(tasks) if isinstance(group_size, int) else list(group_size)
     groups = collector.collect(list(tasks), sizes)

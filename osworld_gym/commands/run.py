@@ -331,6 +331,7 @@ def _key_value(item: str) -> tuple[str, str]:
 
 def _execute(plan: _Plan) -> int:
     from osworld_gym.pool import CollectorConfig, EnvPool, EnvSpec, PoolConfig, RolloutCollector
+    from osworld_gym.pool.collector import policy_call_limit
 
     args, layout = plan.args, plan.layout
     run_dir = layout.run_dir
@@ -377,10 +378,13 @@ def _execute(plan: _Plan) -> int:
             spec = EnvSpec(kwargs=plan.env_kwargs)
             config = PoolConfig(screenshot_format="png", step_timeout=args.step_timeout)
             with EnvPool(spec, num_envs=min(args.num_envs, len(todo)), config=config) as pool:
+                # Each env's request goes out as soon as it is ready, unless the agent limits
+                # its calls in flight (max_concurrent_calls), which the wrapper would hide.
+                calls = policy_call_limit(plan.agent.policy)
                 collector = RolloutCollector(
                     pool,
                     TimedPolicy(plan.agent.policy),
-                    CollectorConfig(group_size=1, seed=args.seed),
+                    CollectorConfig(group_size=1, seed=args.seed, policy_concurrency=calls),
                 )
                 for group in collector.groups([t.id for t in todo]):
                     trajectory = group.trajectories[0]

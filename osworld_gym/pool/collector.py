@@ -1,10 +1,18 @@
 """Rollout-wise collection: every (task, rollout) is its own episode, and envs never wait.
 
 An env that finishes an episode starts the next requested one at once (DART-GUI's scheduling;
-ARPO instead steps all envs in lock-step, see :mod:`.lockstep`). Envs waiting for an action
-are batched into policy calls as they come, up to ``policy_concurrency`` calls in flight, so a
-slow env or a slow policy call never holds back the others. Groups (all rollouts of a task)
-are handed back whole, in the order they complete.
+ARPO instead steps all envs in lock-step, see :mod:`.lockstep`). An env's request for its next
+action goes out as soon as the env is ready, batched with whatever other envs are ready at that
+moment, so a slow env or a slow policy call never holds back the others. Groups (all rollouts of
+a task) are handed back whole, in the order they complete.
+
+Calls in flight are unbounded by default (at most one per waiting env). A policy that cannot
+serve concurrent calls usefully -- an in-process model that generates one batch at a time, code
+that is not thread-safe -- declares it with a ``max_concurrent_calls`` attribute (1: one call at
+a time), and the collector never exceeds it; ``CollectorConfig.policy_concurrency`` caps it too.
+
+:class:`CollectionStats` says where the desktops' time went: utilization (acting or being
+observed) and occupancy (that, or waiting for the env's own policy call).
 
 The collection runs as a task on the pool's event loop, so envs keep stepping while the caller
 works on the groups it already has.
@@ -14,16 +22,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, Iterator, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 from osworld_gym.errors import EnvRetiredError
+from osworld_gym.pool.config import SCREENSHOT_FORMATS, is_count
 from osworld_gym.pool.policy import Policy, PolicyOutput, PolicyRequest, call_policy
 from osworld_gym.pool.pool import EnvPool
 from osworld_gym.pool.results import EnvResult
 from osworld_gym.pool.rollout import RolloutBook, TaskRef
-from osworld_gym.pool.state import EnvState, PoolState
+from osworld_gym.pool.state import Command, EnvState, PoolState
 from osworld_gym.pool.trajectory import TrajectoryGroup, encode_screenshot
 
 logger = logging.getLogger(__name__)
@@ -37,20 +47,228 @@ class CollectorConfig:
         group_size: Rollouts per task (GRPO's n).
         requeue_infra_errors: Re-run an episode cut by an infrastructure fault.
         max_attempts: Tries per episode; after the last, the cut trajectory is kept as is.
-        policy_concurrency: Policy calls in flight at once (1: one batched call at a time).
-        max_policy_batch: Requests per policy call at most (None: every waiting env).
+        policy_concurrency: Policy calls in flight at once at most. None (default): no cap --
+            every env's request goes out as soon as the env is ready, in one call with the
+            other envs ready at that moment, so there is at most one call per waiting env. An
+            int caps the calls in flight (1: one batched call at a time; the envs that become
+            ready meanwhile wait and go together in the next call). A policy's own
+            ``max_concurrent_calls`` (see :func:`policy_call_limit`) lowers the cap further.
+        max_policy_batch: Requests per policy call at most (None: every ready env).
         seed: Seeds each env's first reset (``seed + env_id``); None leaves envs unseeded.
         screenshot_format: Encoding of stored screenshots when the pool's workers do not
             encode them (set ``PoolConfig.screenshot_format`` to encode in the workers).
+
+    Raises:
+        ValueError: A count below 1 (or not an int), or an unknown screenshot format.
     """
 
     group_size: int = 8
     requeue_infra_errors: bool = True
     max_attempts: int = 3
-    policy_concurrency: int = 1
+    policy_concurrency: int | None = None
     max_policy_batch: int | None = None
     seed: int | None = None
     screenshot_format: str = "png"
+
+    def __post_init__(self) -> None:
+        for name in ("group_size", "max_attempts"):
+            if not is_count(getattr(self, name)):
+                raise ValueError(f"{name} must be an int >= 1, got {getattr(self, name)!r}")
+        for name, meaning in (
+            ("policy_concurrency", "None (one call per ready env at most)"),
+            ("max_policy_batch", "None (every ready env)"),
+        ):
+            value = getattr(self, name)
+            if value is not None and not is_count(value):
+                raise ValueError(f"{name} must be {meaning} or an int >= 1, got {value!r}")
+        if self.screenshot_format not in SCREENSHOT_FORMATS:
+            raise ValueError(
+                f"screenshot_format must be one of {SCREENSHOT_FORMATS}, "
+                f"got {self.screenshot_format!r}"
+            )
+
+
+def policy_call_limit(policy: Policy) -> int | None:
+    """The calls in flight a policy accepts, as it declares them; None: no limit.
+
+    A policy declares a limit with a ``max_concurrent_calls`` attribute (an int >= 1, or None
+    for none): 1 for an in-process model that generates one batch at a time (concurrent calls
+    would only queue behind each other in smaller batches) or for code that is not
+    thread-safe. Collectors never run more of its calls at once.
+
+    Raises:
+        ValueError: The attribute is neither None nor an int >= 1.
+    """
+    declared = getattr(policy, "max_concurrent_calls", None)
+    if declared is not None and not is_count(declared):
+        raise ValueError(
+            f"{type(policy).__name__}.max_concurrent_calls must be None or an int >= 1, "
+            f"got {declared!r}"
+        )
+    return declared
+
+
+def effective_concurrency(configured: int | None, policy: Policy) -> int | None:
+    """Policy calls a collection keeps in flight at most (None: one per ready env at most).
+
+    The config's cap and the policy's own limit, whichever is lower.
+    """
+    caps = [c for c in (configured, policy_call_limit(policy)) if c is not None]
+    return min(caps) if caps else None
+
+
+@dataclass
+class CollectionStats:
+    """Where the desktops' time went during collections: utilization, counted two ways.
+
+    Each desktop-second of a collection (``wall_seconds`` times the envs it could use) is one of:
+
+    * acting or being observed -- in a reset or step call (``env_seconds``);
+    * waiting for the policy call that chooses the env's own next action (``policy_seconds``);
+    * idle: ready, but its policy call has not started (``policy_queue_seconds``: calls are
+      capped), waiting for other envs (lock-step's slowest-env barrier), for a launch slot, or
+      with no episode left to run while the others finish theirs (``tail_seconds``: a finite
+      collection's end, which a longer collection spreads thinner).
+
+    ``utilization`` counts only the first as busy. ``occupancy`` (DART-GUI's "utilized
+    environment") counts the first two: a scheduler that never lets an env idle reaches
+    occupancy 1, while utilization stays at most ``utilization_bound`` as long as every step
+    waits for its own policy call.
+
+    Attributes:
+        wall_seconds: Duration of the collections.
+        desktop_seconds: Sum over collections of wall time x envs available at the start.
+        env_seconds: Time envs spent in the reset and step calls the collections received.
+        policy_seconds: Time envs waited for their own policy calls (a call of n requests
+            counts n times its duration).
+        policy_queue_seconds: Time envs were ready for an action before their call started.
+        tail_seconds: Time from each env's last result to the end of its collection (counted
+            once a collection ends).
+        episodes: Episodes that ended (re-run attempts included).
+        steps: Steps received.
+        policy_calls: Policy calls made.
+        policy_requests: Requests in those calls.
+    """
+
+    wall_seconds: float = 0.0
+    desktop_seconds: float = 0.0
+    env_seconds: float = 0.0
+    policy_seconds: float = 0.0
+    policy_queue_seconds: float = 0.0
+    tail_seconds: float = 0.0
+    episodes: int = 0
+    steps: int = 0
+    policy_calls: int = 0
+    policy_requests: int = 0
+
+    @property
+    def utilization(self) -> float:
+        """Share of desktop time spent acting or being observed (0 before any collection)."""
+        return _ratio(self.env_seconds, self.desktop_seconds)
+
+    @property
+    def occupancy(self) -> float:
+        """Share of desktop time acting, being observed, or waiting for the env's own call."""
+        return _ratio(self.env_seconds + self.policy_seconds, self.desktop_seconds)
+
+    @property
+    def utilization_bound(self) -> float:
+        """``env / (env + own policy)`` seconds: the utilization ceiling.
+
+        No scheduler can beat it while each step waits for its own policy call.
+        """
+        return _ratio(self.env_seconds, self.env_seconds + self.policy_seconds)
+
+    @property
+    def episodes_per_minute(self) -> float:
+        """Episodes ended per minute of wall time."""
+        return _ratio(60.0 * self.episodes, self.wall_seconds)
+
+    @property
+    def mean_policy_batch(self) -> float:
+        """Requests per policy call."""
+        return _ratio(self.policy_requests, self.policy_calls)
+
+    def __add__(self, other: CollectionStats) -> CollectionStats:
+        """Both collections' time and counts together (run one after the other)."""
+        return CollectionStats(
+            **{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)}
+        )
+
+    def as_dict(self, prefix: str = "collect/") -> dict[str, float]:
+        """The counters and the derived figures, keyed ``<prefix><name>`` (for loggers)."""
+        values = {f.name: float(getattr(self, f.name)) for f in fields(self)}
+        for name in (
+            "utilization", "occupancy", "utilization_bound", "episodes_per_minute",
+            "mean_policy_batch",
+        ):  # fmt: skip
+            values[name] = getattr(self, name)
+        return {prefix + name: value for name, value in values.items()}
+
+
+def _ratio(part: float, whole: float) -> float:
+    return part / whole if whole > 0 else 0.0
+
+
+class UtilizationMeter:
+    """Counts one collection's :class:`CollectionStats` as its events happen.
+
+    Args:
+        num_envs: Envs the collection can use (the desktop-seconds' width).
+        clock: Monotonic seconds (tests pass a fake one).
+    """
+
+    def __init__(self, num_envs: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.num_envs = num_envs
+        self.clock = clock
+        self.started = clock()
+        self.finished: float | None = None
+        self.stats = CollectionStats()
+        self._ready_at: dict[int, float] = {}
+        self._last_result: dict[int, float] = {}
+
+    def on_result(self, result: EnvResult) -> None:
+        """A reset or step result came in."""
+        self._last_result[result.env_id] = self.clock()
+        self.stats.env_seconds += result.elapsed
+        self.stats.steps += result.kind is Command.STEP
+
+    def on_episode_end(self) -> None:
+        """An episode ended (finished, failed, or cut for a re-run)."""
+        self.stats.episodes += 1
+
+    def on_ready(self, env_id: int) -> None:
+        """The env waits for its next action."""
+        self._ready_at[env_id] = self.clock()
+
+    def on_call(self, env_ids: Iterable[int]) -> None:
+        """A policy call for these envs starts."""
+        now = self.clock()
+        for env_id in env_ids:
+            self.stats.policy_queue_seconds += now - self._ready_at.pop(env_id, now)
+
+    def on_answer(self, requests: int, seconds: float) -> None:
+        """A policy call of ``requests`` requests answered after ``seconds``."""
+        self.stats.policy_calls += 1
+        self.stats.policy_requests += requests
+        self.stats.policy_seconds += requests * seconds
+
+    def stop(self) -> None:
+        """The collection is over: the wall clock stops."""
+        if self.finished is None:
+            self.finished = self.clock()
+
+    def snapshot(self) -> CollectionStats:
+        """The stats so far (the wall clock running until :meth:`stop`)."""
+        end = self.clock() if self.finished is None else self.finished
+        wall = end - self.started
+        stats = CollectionStats(**{f.name: getattr(self.stats, f.name) for f in fields(self.stats)})
+        stats.wall_seconds, stats.desktop_seconds = wall, wall * self.num_envs
+        if self.finished is not None:
+            idle = [end - last for last in self._last_result.values()]
+            idle += [wall] * (self.num_envs - len(idle))  # envs that never got an episode
+            stats.tail_seconds = sum(idle)
+        return stats
 
 
 class RolloutCollector:
@@ -67,6 +285,17 @@ class RolloutCollector:
         self.policy = policy
         self.config = config or CollectorConfig()
         self.requeued = 0
+        self._past = CollectionStats()
+        self._run: _Run | None = None
+
+    @property
+    def stats(self) -> CollectionStats:
+        """Utilization and counts over every collection of this collector so far.
+
+        The one running is included, up to now.
+        """
+        run = self._run
+        return self._past if run is None else self._past + run.meter.snapshot()
 
     async def agroups(
         self, tasks: Sequence[TaskRef], group_sizes: Sequence[int] | None = None
@@ -79,6 +308,7 @@ class RolloutCollector:
         """
         run = _Run(self, tasks, group_sizes)
         await self.pool._arun(run.start())
+        self._run = run
         try:
             while True:
                 item = await self.pool._arun(run.out.get())
@@ -90,7 +320,9 @@ class RolloutCollector:
         finally:
             if self.pool.state is PoolState.OPEN:
                 await self.pool._arun(run.stop())
+            run.meter.stop()
             self.requeued += run.book.requeued
+            self._past, self._run = self._past + run.meter.snapshot(), None
 
     def groups(
         self, tasks: Sequence[TaskRef], group_sizes: Sequence[int] | None = None
@@ -144,10 +376,18 @@ class _Run:
         self.encoding: set[asyncio.Task[None]] = set()  # results waiting for their screenshot
         self.seeded: set[int] = set()
         self.task: asyncio.Task[None] | None = None
+        self.concurrency = effective_concurrency(self.config.policy_concurrency, self.policy)
+        # A retired env stays in the count: its desktop-seconds are idle ones.
+        self.meter = UtilizationMeter(len(self.pool.live_env_ids))
 
     async def start(self) -> None:
         if self.pool.outstanding:
             raise RuntimeError("the pool has calls in flight; a collector needs it to itself")
+        logger.debug(
+            "rollout collection on %d env(s), policy calls in flight: %s",
+            self.meter.num_envs, "one per ready env" if self.concurrency is None
+            else f"at most {self.concurrency}",
+        )  # fmt: skip
         self.task = asyncio.create_task(self._main(), name="osworld-rollout-collector")
 
     async def stop(self) -> None:
@@ -161,6 +401,7 @@ class _Run:
                 await self._start_episodes()
                 self._start_policy_calls()
                 await self._next_event()
+            self.meter.stop()
             self.out.put_nowait(None)
         except Exception as e:
             logger.error("rollout collection failed: %r", e)
@@ -187,10 +428,15 @@ class _Run:
             await self.pool.asend_reset([env_id], seed=[seed], options=[options])
 
     def _start_policy_calls(self) -> None:
+        # Everything ready now goes out now: at most max_policy_batch requests a call, and as
+        # many calls as the cap allows; the rest wait for a call to answer.
         limit = self.config.max_policy_batch or len(self.waiting) or 1
-        while self.waiting and len(self.policy_calls) < self.config.policy_concurrency:
+        while self.waiting and (
+            self.concurrency is None or len(self.policy_calls) < self.concurrency
+        ):
             batch, self.waiting = self.waiting[:limit], self.waiting[limit:]
             requests = [self.book.request_for(i) for i in batch]
+            self.meter.on_call(batch)
             self.policy_calls.add(asyncio.create_task(self._act(batch, requests)))
 
     async def _act(
@@ -212,6 +458,7 @@ class _Run:
             if task is self.recv_task:
                 self.recv_task = None
                 for result in task.result():
+                    self.meter.on_result(result)
                     self._on_result(result)
             elif task in self.encoding:
                 self.encoding.discard(task)
@@ -219,6 +466,7 @@ class _Run:
             else:
                 self.policy_calls.discard(task)
                 env_ids, outputs, seconds = task.result()
+                self.meter.on_answer(len(env_ids), seconds)
                 for env_id, output in zip(env_ids, outputs, strict=True):
                     self.book.chose(env_id, output, seconds)
                 await self.pool.asend([o.action for o in outputs], env_ids)
@@ -244,6 +492,9 @@ class _Run:
         group = self.book.on_result(result, screenshot)
         if result.env_id in self.book.running:
             self.waiting.append(result.env_id)
+            self.meter.on_ready(result.env_id)
+        else:
+            self.meter.on_episode_end()
         if group is not None:
             self.out.put_nowait(group)
 

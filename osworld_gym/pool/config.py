@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -10,6 +11,43 @@ from typing import Any, Protocol, runtime_checkable
 import gymnasium as gym
 
 SCREENSHOT_FORMATS = ("png", "jpeg")
+RESETS_PER_CPU = 4
+"""Concurrent resets per core of the desktops' host when ``max_concurrent_resets`` is None.
+
+A reset mostly waits (processes starting, windows mapping, the screen settling), so several per
+core keep the host busy; the cap is still there so that launching every desktop of a large pool
+at once does not starve a small host into launch timeouts."""
+MIN_CONCURRENT_RESETS = 4
+"""The automatic cap never goes below this (one- and two-core hosts)."""
+
+
+def host_cpus() -> int:
+    """Cores this process may run on (its CPU affinity where the platform reports it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no sched_getaffinity on macOS and Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def auto_reset_cap(num_envs: int, cpus: float) -> int:
+    """The automatic ``max_concurrent_resets``: ``min(num_envs, max(4, 4 * cpus))``.
+
+    Example:
+        >>> auto_reset_cap(16, 2), auto_reset_cap(16, 8), auto_reset_cap(3, 64)
+        (8, 16, 3)
+
+    Args:
+        num_envs: Envs of the pool (no more resets than envs can ever run).
+        cpus: Cores of the host(s) running the desktops.
+    """
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    return max(1, min(num_envs, max(MIN_CONCURRENT_RESETS, int(RESETS_PER_CPU * cpus))))
+
+
+def is_count(value: object) -> bool:
+    """An int >= 1 (not a bool, which is an int to Python but never meant as a count)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 @runtime_checkable
@@ -58,7 +96,11 @@ class PoolConfig:
 
     Attributes:
         max_concurrent_resets: Resets (desktop launches included) running at once, across the
-            pool; launching many desktops together starves a small host.
+            pool; launching many desktops together starves a small host. None (default): scale
+            with the pool and the desktops' host, ``min(num_envs, max(4, 4 * cores))`` (see
+            :func:`auto_reset_cap`); the cores are this host's usable cores with the thread
+            backend, and ``num_envs * num_cpus`` with the Ray backend (each actor reserves its
+            CPUs on a desktop host). On 2 cores: 8. An int: exactly that cap.
         launch_attempts: Resets in a row that may fail for infrastructure reasons (each is an
             env reset with its own bounded relaunches) before the env is retired.
         screenshot_format: ``"png"`` or ``"jpeg"``: workers also encode each observation's
@@ -76,7 +118,7 @@ class PoolConfig:
             timed-out reset counts as a failed launch.
     """
 
-    max_concurrent_resets: int = 4
+    max_concurrent_resets: int | None = None
     launch_attempts: int = 3
     screenshot_format: str | None = None
     jpeg_quality: int = 85
@@ -86,9 +128,10 @@ class PoolConfig:
     reset_timeout: float | None = 1800.0
 
     def __post_init__(self) -> None:
-        if self.max_concurrent_resets < 1:
+        if self.max_concurrent_resets is not None and not is_count(self.max_concurrent_resets):
             raise ValueError(
-                f"max_concurrent_resets must be >= 1, got {self.max_concurrent_resets}"
+                "max_concurrent_resets must be None (automatic) or an int >= 1, "
+                f"got {self.max_concurrent_resets!r}"
             )
         for name in ("step_timeout", "reset_timeout", "close_timeout"):
             value = getattr(self, name)
@@ -101,6 +144,17 @@ class PoolConfig:
                 f"screenshot_format must be None or one of {SCREENSHOT_FORMATS}, "
                 f"got {self.screenshot_format!r}"
             )
+
+    def reset_cap(self, num_envs: int, cpus: float | None = None) -> int:
+        """The resets a pool of ``num_envs`` runs at once under this config.
+
+        Args:
+            num_envs: Envs of the pool.
+            cpus: Cores of the desktops' host(s); None: this host's (:func:`host_cpus`).
+        """
+        if self.max_concurrent_resets is not None:
+            return self.max_concurrent_resets
+        return auto_reset_cap(num_envs, host_cpus() if cpus is None else cpus)
 
 
 @dataclass(frozen=True)

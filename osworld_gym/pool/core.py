@@ -44,7 +44,12 @@ _Job = tuple[Command, Any, "asyncio.Future[Any] | None"]
 
 @dataclass
 class SlotStats:
-    """Counters of one env (merged by ``EnvPool.stats``)."""
+    """Counters of one env (merged by ``EnvPool.stats``).
+
+    ``busy_seconds`` is the time the env's worker spent in reset and step calls: acting or being
+    observed (desktop launches and evaluation included). Waiting for a policy, or for a launch
+    slot (``reset_queue_seconds``), is not busy.
+    """
 
     resets: int = 0
     steps: int = 0
@@ -73,9 +78,18 @@ class PoolCore:
         num_envs: Number of envs.
         backend: Runs the workers.
         config: Pool settings.
+        max_concurrent_resets: The resolved cap on resets at once; None: the config's
+            (:meth:`PoolConfig.reset_cap`, this host's cores when automatic).
     """
 
-    def __init__(self, num_envs: int, backend: Backend, config: PoolConfig) -> None:
+    def __init__(
+        self,
+        num_envs: int,
+        backend: Backend,
+        config: PoolConfig,
+        *,
+        max_concurrent_resets: int | None = None,
+    ) -> None:
         self.num_envs = num_envs
         self.backend = backend
         self.config = config
@@ -83,7 +97,12 @@ class PoolCore:
         self.slots = [_Slot(i) for i in range(num_envs)]
         self._outbox: dict[int, EnvResult] = {}  # insertion order = completion order
         self._changed = asyncio.Condition()
-        self._reset_gate = asyncio.Semaphore(config.max_concurrent_resets)
+        if max_concurrent_resets is None:
+            max_concurrent_resets = config.reset_cap(num_envs)
+        if max_concurrent_resets < 1:
+            raise ValueError(f"max_concurrent_resets must be >= 1, got {max_concurrent_resets}")
+        self.max_concurrent_resets = max_concurrent_resets
+        self._reset_gate = asyncio.Semaphore(max_concurrent_resets)
 
     async def start(self) -> None:
         """Start the backend and one task per env."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from osworld_gym.pool.collector import CollectorConfig
+from osworld_gym.pool.collector import CollectionStats, CollectorConfig, UtilizationMeter
 from osworld_gym.pool.policy import Policy, call_policy
 from osworld_gym.pool.pool import EnvPool
 from osworld_gym.pool.results import EnvResult
@@ -34,6 +34,18 @@ class LockstepCollector:
         self.pool = pool
         self.policy = policy
         self.config = config or CollectorConfig()
+        self._past = CollectionStats()
+        self._meter: UtilizationMeter | None = None
+
+    @property
+    def stats(self) -> CollectionStats:
+        """Utilization and counts over every collection so far (the running one up to now).
+
+        Lock-step's idle time is the envs' wait for the slowest env of each step and of each
+        batch; it is neither acting nor waiting for the env's own policy call.
+        """
+        meter = self._meter
+        return self._past if meter is None else self._past + meter.snapshot()
 
     async def acollect(self, tasks: Sequence[TaskRef]) -> list[TrajectoryGroup]:
         """Every group, in completion order."""
@@ -44,6 +56,16 @@ class LockstepCollector:
         return self.pool._run(self._collect(tasks))
 
     async def _collect(self, tasks: Sequence[TaskRef]) -> list[TrajectoryGroup]:
+        meter = self._meter = UtilizationMeter(len(self.pool.live_env_ids))
+        try:
+            return await self._batches(tasks, meter)
+        finally:
+            meter.stop()
+            self._past, self._meter = self._past + meter.snapshot(), None
+
+    async def _batches(
+        self, tasks: Sequence[TaskRef], meter: UtilizationMeter
+    ) -> list[TrajectoryGroup]:
         book = RolloutBook(
             tasks,
             self.config.group_size,
@@ -57,14 +79,15 @@ class LockstepCollector:
                 raise RuntimeError("every env of the pool is retired; nothing can run")
             options = [book.start(i) for i in env_ids]
             results = await self.pool.areset(env_ids, options=options)
-            active = await self._record(book, results, groups)
+            active = await self._record(book, results, groups, meter)
             while active:
                 requests = [book.request_for(i) for i in active]
                 outputs, seconds = await call_policy(self.policy, requests)
+                meter.on_answer(len(requests), seconds)
                 for env_id, output in zip(active, outputs, strict=True):
                     book.chose(env_id, output, seconds)
                 results = await self.pool.astep([o.action for o in outputs], active)
-                active = await self._record(book, results, groups)
+                active = await self._record(book, results, groups, meter)
         return groups
 
     async def _screenshot(self, result: EnvResult) -> bytes | None:
@@ -76,11 +99,16 @@ class LockstepCollector:
         return await asyncio.to_thread(encode_screenshot, frame, self.config.screenshot_format)
 
     async def _record(
-        self, book: RolloutBook, results: list[EnvResult], groups: list[TrajectoryGroup]
+        self,
+        book: RolloutBook,
+        results: list[EnvResult],
+        groups: list[TrajectoryGroup],
+        meter: UtilizationMeter,
     ) -> list[int]:
         active = []
         screenshots = await asyncio.gather(*(self._screenshot(r) for r in results))
         for result, screenshot in zip(results, screenshots, strict=True):
+            meter.on_result(result)
             if result.error is not None and result.env_id not in self.pool.live_env_ids:
                 book.give_back(result.env_id)
                 continue
@@ -89,4 +117,6 @@ class LockstepCollector:
                 groups.append(group)
             if result.env_id in book.running:
                 active.append(result.env_id)
+            else:
+                meter.on_episode_end()
         return active

@@ -15,16 +15,19 @@ env calls run on per-env threads (or Ray actors), so neither API blocks the othe
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 import weakref
 from collections.abc import Coroutine, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import gymnasium as gym
 
 from osworld_gym.errors import ClosedPoolError
 from osworld_gym.pool.backends import Backend, make_backend
-from osworld_gym.pool.config import EnvFactory, PoolConfig, RayBackendConfig
+from osworld_gym.pool.config import EnvFactory, PoolConfig, RayBackendConfig, host_cpus
 from osworld_gym.pool.core import PoolCore
 from osworld_gym.pool.loop import LoopThread
 from osworld_gym.pool.results import EnvResult
@@ -49,6 +52,29 @@ def _env_counters(env: gym.Env[Any, Any]) -> dict[str, float]:
     if isinstance(restarts, int):
         counters.setdefault("restarts", restarts)
     return {k: float(v) for k, v in counters.items() if isinstance(v, (int, float))}
+
+
+def _desktop_cpus(backend: str | RayBackendConfig | Backend, num_envs: int) -> float:
+    """Cores the desktops run on, for the automatic reset cap.
+
+    Ray actors each reserve ``num_cpus`` on a desktop host, so a Ray pool's desktops have at
+    least ``num_envs * num_cpus`` cores between them, whatever this host has.
+    """
+    if isinstance(backend, RayBackendConfig):
+        return num_envs * backend.num_cpus
+    if backend == "ray":
+        return num_envs * RayBackendConfig().num_cpus
+    return host_cpus()
+
+
+def _helper_threads(num_envs: int) -> int:
+    """Threads of the pool loop's default executor (started only when needed).
+
+    Blocking policy calls (one per waiting env at most) and screenshot encodings (one per env)
+    must not queue behind each other, which asyncio's default of ``min(32, cores + 4)`` would
+    make them do on a small host.
+    """
+    return max(min(32, (os.cpu_count() or 1) + 4), 2 * num_envs + 4)
 
 
 def _shutdown(core: PoolCore, loop: LoopThread, backend: Backend) -> None:
@@ -91,18 +117,23 @@ class EnvPool:
         factories = _factories(env_fns, num_envs)
         self.num_envs = len(factories)
         self.config = config or PoolConfig()
+        reset_cap = self.config.reset_cap(self.num_envs, _desktop_cpus(backend, self.num_envs))
         self._loop = LoopThread(f"osworld-pool-{id(self):x}")
         try:
             self._backend = make_backend(backend, factories, self.config)
-            self._core = self._loop.run(self._create_core())
+            self._core = self._loop.run(self._create_core(reset_cap))
         except BaseException:
             self._loop.stop()
             raise
         self._finalizer = weakref.finalize(self, _shutdown, self._core, self._loop, self._backend)
         self._spaces: tuple[gym.Space[Any], gym.Space[Any]] | None = None
 
-    async def _create_core(self) -> PoolCore:
-        core = PoolCore(self.num_envs, self._backend, self.config)
+    async def _create_core(self, reset_cap: int) -> PoolCore:
+        # Runs on the pool's loop: its executor then serves that loop's to_thread calls.
+        threads = _helper_threads(self.num_envs)
+        executor = ThreadPoolExecutor(threads, thread_name_prefix="osworld-pool-helper")
+        asyncio.get_running_loop().set_default_executor(executor)  # shut down with the loop
+        core = PoolCore(self.num_envs, self._backend, self.config, max_concurrent_resets=reset_cap)
         await core.start()
         return core
 
@@ -127,11 +158,17 @@ class EnvPool:
         """Calls sent whose results have not been received."""
         return self._core.outstanding
 
+    @property
+    def max_concurrent_resets(self) -> int:
+        """Resets run at once: ``PoolConfig.max_concurrent_resets``, resolved when automatic."""
+        return self._core.max_concurrent_resets
+
     def stats(self, *, include_envs: bool = False) -> dict[str, float]:
         """Pool counters summed over envs, optionally merged with the envs' own counters.
 
         Keys: ``pool/resets``, ``pool/steps``, ``pool/reset_errors``, ``pool/infra_errors``,
-        ``pool/launch_failures``, ``pool/hung_calls``, ``pool/busy_seconds``,
+        ``pool/launch_failures``, ``pool/hung_calls``, ``pool/busy_seconds`` (in reset and step
+        calls: acting or being observed; collectors report utilization in their ``stats``),
         ``pool/reset_queue_seconds`` (waiting for a launch slot) and ``pool/retired``; with
         ``include_envs``, ``env/<name>`` sums of each live env's ``stats()`` (and of its
         ``restarts``), asked of the workers after their running calls.
