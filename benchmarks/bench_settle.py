@@ -2,6 +2,7 @@
 
     nice -n 5 python benchmarks/bench_settle.py [--trials 3] [--screen 1920x1080]
         [--ours "settle_mode=events,settle_quiet=0.03" ...] [--only ACTION ...] [--dump DIR]
+        [--no-defaults]
 
 On one ``local`` desktop, each action of a fixed set runs ``--trials`` times in every mode, each
 time on a freshly reset desktop prepared for it (apps started, windows mapped, the screen still).
@@ -393,15 +394,19 @@ def parse_options(text: str) -> dict[str, str]:
     return options
 
 
-def make_modes(variants: list[dict[str, str]]) -> list[Mode]:
+def make_modes(variants: list[dict[str, str]], with_defaults: bool = True) -> list[Mode]:
     # "ours" is the env's observation with the env's settle defaults, whichever settle_* fields
     # EnvConfig has (a new one is compared at its default without editing this file).
     defaults = EnvConfig()
     ours = {"format": "raw", "cursor": "1", "settle": "1"}
     for name in (f.name for f in dataclasses.fields(EnvConfig) if f.name.startswith("settle_")):
         value = getattr(defaults, name)
+        if name == "settle_quiet":
+            value = defaults.quiet(defaults.settle_mode)  # None: the mode's own default
+        if name == "settle_launch_timeout" and defaults.settle_mode != "events":
+            continue
         ours[name] = f"{value:g}" if isinstance(value, float) else str(value)
-    modes = [Mode("osworld", None), Mode("ours", ours)]
+    modes = [Mode("osworld", None)] + ([Mode("ours", ours)] if with_defaults else [])
     modes += [Mode(f"ours+{i}", ours | extra) for i, extra in enumerate(variants, 1)]
     return modes
 
@@ -606,10 +611,13 @@ def main() -> None:
     )
     parser.add_argument("--only", nargs="+", choices=[a.name for a in ACTIONS], metavar="ACTION")
     parser.add_argument("--dump", type=Path, help="save incomplete observations' frames here")
+    parser.add_argument(
+        "--no-defaults", action="store_true", help="leave out the env defaults' mode (ours)"
+    )
     args = parser.parse_args()
     width, height = (int(v) for v in args.screen.lower().split("x"))
     actions = [a for a in ACTIONS if not args.only or a.name in args.only]
-    modes = make_modes(args.ours)
+    modes = make_modes(args.ours, with_defaults=not args.no_defaults)
     if args.dump:
         args.dump.mkdir(parents=True, exist_ok=True)
 

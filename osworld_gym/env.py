@@ -170,7 +170,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         self._task, self._step, self._episode_over = task, 0, False
         # Apps just started by the setup may pause between drawing phases: a longer quiet
         # period for the first observation, so the agent's first keys are not lost.
-        obs = self._observe("", timings, quiet=self.config.reset_settle_quiet)
+        obs = self._observe("", timings, reset=True)
         info = self._info(timings=timings, setup_warnings=warnings, **self._settle_report)
         return obs, info
 
@@ -333,7 +333,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         return None
 
     def _observe(
-        self, error: str, timings: dict[str, float], quiet: float | None = None
+        self, error: str, timings: dict[str, float], reset: bool = False
     ) -> dict[str, Any]:
         """Screenshot (after the screen settles), instruction, last error, optional a11y tree."""
         assert self._desktop is not None
@@ -341,12 +341,17 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         # The window manager or session bus may die without failing the screenshot: the
         # episode would go on on a broken desktop. A poll of process handles, no round trip.
         self._desktop.quick_check()
-        shot = self._desktop.client.screenshot(
+        client = self._desktop.client
+        mode = self.config.settle_mode
+        if mode == "events" and "screenshot.settle_mode" not in client.info().capabilities:
+            mode = "poll"  # OSWorld's own guest, or an image older than the events mode
+        shot = client.screenshot(
             format="raw",
             settle=self.config.settle,
             settle_timeout=self.config.settle_timeout,
-            settle_quiet=quiet if quiet is not None else self.config.settle_quiet,
-            settle_mode=self.config.settle_mode,
+            settle_quiet=self.config.quiet(mode, reset=reset),
+            settle_mode=mode,
+            settle_launch_timeout=self.config.settle_launch_timeout if mode == "events" else None,
         )
         if shot.faults:
             # What the guest sees of the session (any provider: a container's or VM's window

@@ -15,6 +15,10 @@ EVALUATION_MODES = ("osworld", "fixed")
 # How the guest decides the screen settled (osworld_gym.guest.settle.SETTLE_MODES; repeated
 # here so the config imports nothing of the guest).
 SETTLE_MODES = ("poll", "events")
+# Quiet periods per settle mode: the events mode knows when work is pending, so tens of
+# milliseconds of stillness are enough; polling frames needs longer to cover silent work.
+SETTLE_QUIET = {"events": 0.03, "poll": 0.2}
+RESET_SETTLE_QUIET = {"events": 0.1, "poll": 0.6}
 
 
 @dataclass(frozen=True)
@@ -30,16 +34,23 @@ class EnvConfig:
             no-op step.
         screen_size: (width, height) in pixels of the desktop and of observations.
         settle: Observe only once the screen stopped changing (bounded by settle_timeout).
-        settle_timeout: Seconds to wait for the screen to settle at most.
-        settle_quiet: Seconds without change that count as settled.
-        settle_mode: ``"poll"`` compares full frames until ``settle_quiet`` passes without
-            change (blind to apps that load without drawing); ``"events"`` waits on X damage
-            and window events and holds while a launch is pending (a new process using CPU,
-            startup notification, busy cursor), then ``settle_quiet`` of stillness; tens of
-            milliseconds of quiet suit it (e.g. 0.03). ``info["settle_end"]`` and
-            ``info["settle_pending"]`` say how each observation's wait ended.
-        reset_settle_quiet: The same for the first observation after a reset (apps that the
-            setup just started draw in phases).
+        settle_timeout: Seconds to wait at most for the screen to stop changing (an animation
+            alone ends the wait here).
+        settle_quiet: Seconds without change that count as settled; None: the mode's default
+            (``SETTLE_QUIET``: 0.03 s for ``"events"``, 0.2 s for ``"poll"``).
+        settle_mode: ``"events"`` (default) waits on X damage and window events and holds
+            while work is pending (a new process using CPU, an app busy since the action, a
+            dialog that got Enter, startup notification, busy cursor), then ``settle_quiet``
+            of stillness; ``"poll"`` compares full frames until ``settle_quiet`` passes
+            without change (blind to apps that work without drawing). A guest without the
+            events mode (OSWorld's own server, an old image) is polled.
+            ``info["settle_end"]`` and ``info["settle_pending"]`` say how each observation's
+            wait ended.
+        settle_launch_timeout: ``"events"`` only: seconds the wait may last while work is
+            pending, e.g. an app's first start (never less than ``settle_timeout``).
+        reset_settle_quiet: The same as ``settle_quiet`` for the first observation after a
+            reset (apps that the setup just started draw in phases); None: the mode's default
+            (``RESET_SETTLE_QUIET``).
         accessibility_tree: Add OSWorld's XML accessibility tree to observations (costly:
             0.1-10 s a step depending on the apps).
         wait_seconds: Seconds a WAIT action without a length waits.
@@ -61,9 +72,10 @@ class EnvConfig:
     screen_size: tuple[int, int] = (1920, 1080)
     settle: bool = True
     settle_timeout: float = 3.0
-    settle_quiet: float = 0.2
-    settle_mode: str = "poll"
-    reset_settle_quiet: float = 0.6
+    settle_quiet: float | None = None
+    settle_mode: str = "events"
+    settle_launch_timeout: float = 30.0
+    reset_settle_quiet: float | None = None
     accessibility_tree: bool = False
     wait_seconds: float = 1.0
     max_wait_seconds: float = 10.0
@@ -85,6 +97,17 @@ class EnvConfig:
             )
         if self.settle_mode not in SETTLE_MODES:
             raise ValueError(f"settle_mode must be one of {SETTLE_MODES}, got {self.settle_mode!r}")
+        if not 0 < self.settle_timeout <= 60:
+            raise ValueError(f"settle_timeout must be in (0, 60], got {self.settle_timeout}")
+        if not self.settle_timeout <= self.settle_launch_timeout <= 120:
+            raise ValueError(
+                "settle_launch_timeout must be in [settle_timeout, 120], "
+                f"got {self.settle_launch_timeout}"
+            )
+        for name in ("settle_quiet", "reset_settle_quiet"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= 10:
+                raise ValueError(f"{name} must be None or in [0, 10], got {value}")
         if self.max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {self.max_steps}")
         width, height = self.screen_size
@@ -92,6 +115,15 @@ class EnvConfig:
             raise ValueError(f"screen_size must be at least 64x64, got {self.screen_size}")
         if isinstance(self.dialect_options, Mapping):
             object.__setattr__(self, "dialect_options", tuple(sorted(self.dialect_options.items())))
+
+    def quiet(self, mode: str, reset: bool = False) -> float:
+        """The quiet period of an observation settled in ``mode`` (after a reset or a step)."""
+        chosen, defaults = (
+            (self.reset_settle_quiet, RESET_SETTLE_QUIET)
+            if reset
+            else (self.settle_quiet, SETTLE_QUIET)
+        )
+        return chosen if chosen is not None else defaults[mode]
 
     def replace(self, **changes: Any) -> EnvConfig:
         """A copy with some fields changed; unknown names raise ``TypeError`` naming them."""

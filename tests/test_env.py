@@ -15,6 +15,7 @@ from gymnasium.utils.env_checker import check_env
 import osworld_gym  # noqa: F401 - registers the ids
 from osworld_gym.actions import Done, Fail, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
+from osworld_gym.env_config import EnvConfig
 from osworld_gym.errors import (
     DependencyNotInstalled,
     DesktopDiedError,
@@ -102,6 +103,29 @@ def test_oracle_scores_one_and_terminates(env: OSWorldEnv) -> None:
     assert {"action", "settle", "observe", "evaluate"} <= set(info["timings"])
     with pytest.raises(gym.error.ResetNeeded):
         env.step(ORACLE)
+
+
+def test_steps_settle_on_events_by_default(env: OSWorldEnv) -> None:
+    # The default settle mode ends each wait on X events, and says so: a quiet end with
+    # what it saw, well under the poll mode's 0.2 s quiet period alone.
+    env.reset(options={"task_id": "write-hello"})
+    _, _, _, _, info = env.step(ORACLE)
+    assert (info["settle_end"], info["settle_pending"]) == ("quiet", ())
+    assert info["timings"]["settle"] < 1.0
+
+
+def test_settle_settings_are_checked_and_resolved_per_mode() -> None:
+    config = EnvConfig()
+    assert (config.settle_mode, config.quiet("events"), config.quiet("poll")) == (
+        "events",
+        0.03,
+        0.2,
+    )
+    assert (config.quiet("events", reset=True), config.quiet("poll", reset=True)) == (0.1, 0.6)
+    assert EnvConfig(settle_quiet=0.5).quiet("events") == 0.5
+    for bad in ({"settle_launch_timeout": 1.0}, {"settle_quiet": -1.0}, {"settle_timeout": 0}):
+        with pytest.raises(ValueError, match="settle_"):
+            EnvConfig(**bad)
 
 
 def test_doing_nothing_scores_zero_with_fail_replacement(env: OSWorldEnv) -> None:

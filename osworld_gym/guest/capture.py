@@ -20,6 +20,7 @@ from mss.exception import ScreenShotError
 from PIL import Image, ImageDraw
 
 from osworld_gym.guest.settle import (
+    EVENTS_INTERVAL,
     SETTLE_MODES,
     SIGNAL_SCREEN,
     EventSettler,
@@ -48,7 +49,11 @@ class ScreenshotOptions:
             between samples of new processes while one exists (``"events"``).
         settle_mode: ``"poll"`` compares full frames every ``settle_interval`` until
             ``settle_quiet`` passes without change; ``"events"`` waits on X damage, window
-            events and launch signals (:mod:`osworld_gym.guest.settle`), copying no frame.
+            events and launch signals (:mod:`osworld_gym.guest.settle`), copying no frame,
+            and samples processes every ``settle_interval`` or ``EVENTS_INTERVAL``, whichever
+            is shorter.
+        settle_launch_timeout: ``"events"`` only: seconds the wait may last while work is
+            pending (an app starting, loading, a dialog answering); None: ``settle_timeout``.
     """
 
     format: str = "png"
@@ -61,6 +66,7 @@ class ScreenshotOptions:
     settle_quiet: float = 0.2
     settle_interval: float = 0.04
     settle_mode: str = "poll"
+    settle_launch_timeout: float | None = None
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -77,6 +83,8 @@ class ScreenshotOptions:
             raise ValueError("settle_interval must be in [0.005, 1]")
         if self.settle_mode not in SETTLE_MODES:
             raise ValueError(f"settle_mode must be one of {SETTLE_MODES}, got {self.settle_mode!r}")
+        if self.settle_launch_timeout is not None and not 0 < self.settle_launch_timeout <= 120:
+            raise ValueError("settle_launch_timeout must be in (0, 120]")
 
 
 @dataclass(frozen=True)
@@ -161,7 +169,10 @@ class ScreenCapture:
             if self._settler is None:
                 raise SettleUnavailableError("this capture has no event settler")
             result = self._settler.wait(
-                options.settle_timeout, options.settle_quiet, options.settle_interval
+                options.settle_timeout,
+                options.settle_quiet,
+                min(options.settle_interval, EVENTS_INTERVAL),
+                options.settle_launch_timeout,
             )
             settled, end, pending, seen = result.settled, result.end, result.pending, result.seen
             raw = self.grab_raw(options.cursor)

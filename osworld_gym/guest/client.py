@@ -249,6 +249,7 @@ class GuestClient:
         settle_timeout: float = 3.0,
         settle_quiet: float = 0.2,
         settle_mode: str = "poll",
+        settle_launch_timeout: float | None = None,
     ) -> Screenshot:
         """Take a screenshot; ``settle`` waits (bounded) until the screen stops changing.
 
@@ -263,6 +264,9 @@ class GuestClient:
             settle_mode: ``"poll"`` (compare frames) or ``"events"`` (X damage and launch
                 signals; needs the guest's ``screenshot.settle_mode`` capability). An official
                 OSWorld guest settles host-side, by comparing frames, whatever the mode.
+            settle_launch_timeout: ``"events"`` only: seconds the settle may wait while work
+                is pending (an app starting or loading, a dialog answering); None: the
+                guest's default (``settle_timeout``).
         """
         if not self.info().extended:
             return self._official_screenshot(format, quality, max_pixels, settle, settle_timeout)
@@ -279,7 +283,10 @@ class GuestClient:
             # Guests older than the option would ignore it and poll: refuse instead.
             self.require("screenshot.settle_mode")
             params["settle_mode"] = settle_mode
-        timeout = self.config.timeout + (settle_timeout if settle else 0)
+            if settle_launch_timeout is not None:
+                params["settle_launch_timeout"] = settle_launch_timeout
+        longest = max(settle_timeout, settle_launch_timeout or 0.0)
+        timeout = self.config.timeout + (longest if settle else 0)
         response = self._request(
             "GET", "/screenshot", idempotent=True, params=params, timeout=timeout
         )

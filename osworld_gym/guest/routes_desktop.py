@@ -72,6 +72,11 @@ def _screenshot_options(query: dict[str, str]) -> ScreenshotOptions:
             settle_quiet=finite_number(query.get("settle_quiet", 0.2), "settle_quiet"),
             settle_interval=finite_number(query.get("settle_interval", 0.04), "settle_interval"),
             settle_mode=query.get("settle_mode", "poll").lower(),
+            settle_launch_timeout=(
+                finite_number(query["settle_launch_timeout"], "settle_launch_timeout")
+                if "settle_launch_timeout" in query
+                else None
+            ),
         )
     except ValueError as e:
         raise HTTPError(400, f"bad screenshot option: {e}") from e

@@ -40,6 +40,7 @@ from osworld_gym.guest.connections import (
 )
 from osworld_gym.guest.context import GuestConfig, GuestContext
 from osworld_gym.guest.http import HTTPError, Request, Response
+from osworld_gym.guest.settle import presses_enter
 
 logger = logging.getLogger(__name__)
 
@@ -179,7 +180,7 @@ class GuestRequestHandler(BaseHTTPRequestHandler):
         query = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         request = Request(self.command, url.path, query, self._headers_message(), body)
         if url.path in ACTING_PATHS:
-            self.server.ctx.settler.processes.mark()
+            self.server.ctx.settler.mark_action(commits=presses_enter(body))
         return handler(self.server.ctx, request)
 
     def _check_token(self) -> Response | None:

@@ -7,13 +7,23 @@ behind a still terminal looks settled. The ``"events"`` settle here
 * wakes on X DAMAGE events on the root window (any drawing on the screen) and on window
   structure events (SubstructureNotify on the root: windows created, mapped, moved), with no
   frame copied while waiting;
-* treats the desktop as busy while a launch is in progress: a process started since the last
-  acting request (or still busy at the end of the previous settle) that runs on this display
-  and used CPU lately, an X startup notification (``_NET_STARTUP_INFO``) not yet removed, the
-  busy cursor (XFixes cursor names such as ``watch``), or a top-level window created and not
-  mapped yet;
-* ends once nothing is pending and the screen stayed unchanged for ``settle_quiet``, or at
-  ``settle_timeout``, and says which ended it and which signals were pending or seen.
+* treats the desktop as busy while work is pending: a process started since the last acting
+  request that runs on this display and used CPU lately, an app that was idle when the action
+  began and has been using CPU since (building a dialog, loading a file: silent until it
+  draws), a dialog that got Enter and is still open (GTK's file chooser answers ~0.5 s
+  later with nothing else to show for it), an X startup notification (``_NET_STARTUP_INFO``)
+  not yet removed, the busy cursor (XFixes cursor names such as ``watch``), or a top-level
+  window created and not mapped yet;
+* does not call the screen quiet while, early in the wait, a process that was still before
+  the action runs (a shell that read a command line and has not forked it yet);
+* ends once nothing is pending and the screen stayed unchanged for ``settle_quiet``; or at
+  ``settle_timeout`` when only the screen keeps changing (an animation), or at the longer
+  ``settle_launch_timeout`` while work is pending (an app's first start); and says which
+  ended it and which signals were pending or seen.
+
+Processes are sampled from ``/proc`` every few tens of milliseconds while a settle waits
+(:class:`ProcessWatch`). What no signal here sees: an app's own timers that fire after it went
+idle without drawing or working first.
 
 One X connection, owned by a background thread started on first use, reads the events; the
 requests that wait on them share its state under a condition variable. Damage is reported
@@ -26,13 +36,14 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import select
 import threading
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from Xlib import X, display
+import Xlib.error
+from Xlib import X, Xatom, display
 from Xlib.ext import damage, xfixes
 from Xlib.protocol import rq
 
@@ -44,8 +55,11 @@ SIGNAL_SCREEN = "screen"  # the screen changed less than settle_quiet ago
 SIGNAL_WINDOWS = "windows"  # windows created/mapped/configured (SubstructureNotify)
 SIGNAL_UNMAPPED = "unmapped_window"  # a top-level window created and not mapped yet
 SIGNAL_PROCESS = "process"  # a process started since the last action is using CPU
+SIGNAL_APP_BUSY = "app_busy"  # an app idle when the action began has been using CPU since
+SIGNAL_STIR = "stirring"  # a process still when the action began ran lately (not yet quiet)
 SIGNAL_STARTUP = "startup"  # an X startup notification is in progress
 SIGNAL_CURSOR = "busy_cursor"  # the pointer shows a busy cursor
+SIGNAL_DIALOG = "dialog_commit"  # Enter went to a dialog that is still open
 
 # Cursor names toolkits use for "busy" (X cursor font names, freedesktop names, and the
 # hashes Xcursor themes alias them to).
@@ -60,8 +74,30 @@ BUSY_CURSORS = frozenset(
         "3ecb610c1bf2410f44200f48c40d3599",
     }
 )
+EVENTS_INTERVAL = 0.02  # seconds between process samples while waiting, at most
 REARM_SECONDS = 0.005  # at most one damage wake-up per this, whatever the frame rate
-CPU_WINDOW = 0.3  # a process is busy if it used CPU within this many seconds
+# A process is busy in a sample when its main thread ran or waited to run this share of the
+# time since the previous sample, plus MIN_BUSY_NS (short windows say little).
+BUSY_SHARE = 0.25
+MIN_BUSY_NS = 2_000_000
+BUSY_HOLD = 0.06  # seconds an app that was busy still holds the settle (its event loop naps)
+# ... or this share of how long it has been busy, up to MAX_BUSY_HOLD: an app that worked long
+# (saved a file, built a dialog) finishes with timers (LibreOffice refreshes its toolbars a
+# few hundred ms after a save), a key press in a terminal does not.
+BUSY_HOLD_SHARE = 0.5
+MAX_BUSY_HOLD = 0.5
+LAUNCH_HOLD = 0.3  # the same for a new process (launchers wait on D-Bus, disks, children)
+YOUNG_SECONDS = 5.0  # a process this young with an empty environment may be in execve()
+STIR_NS = 200_000  # a process "stirs" when its main thread ran or waited this long...
+STIR_FACTOR = 4.0  # ... and this many times its rate before the action
+# Seconds into a wait that stirring holds it: long enough for a shell to fork what it was
+# asked to run; after that an app's new timers (a caret starting to blink) must not.
+STIR_WINDOW = 0.3
+BACKGROUND_WINDOW = 0.2  # the shortest gap between a settle and the next action that tells
+# Seconds a dialog that got Enter may stay open before that counts as its answer: GTK's file
+# chooser closes ~0.5 s after Enter with no CPU, drawing or X traffic in between (its own
+# timers), which no other signal sees.
+DIALOG_COMMIT_GRACE = 1.0
 UNMAPPED_GRACE = 0.5  # seconds a created, unmapped top-level window counts as pending
 STARTUP_TIMEOUT = 15.0  # launchers drop a startup sequence after this (startup-notification spec)
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -113,16 +149,60 @@ class _Proc:
     start_ticks: int
     name: str = ""
     ours: bool | None = None  # runs on our display; None until its environment was read
-    cpu_ticks: int = -1
+    # At the last sample: the main thread's run + run-queue wait (ns, exact) and the whole
+    # process's run time (clock ticks, all threads); -1: not sampled yet.
+    main_ns: int = -1
+    ticks: int = -1
+    sampled_at: float = 0.0
     busy_until: float = 0.0
+    busy_since: float | None = None  # start of the current stretch of busy samples
+    # Busy since before the current action (a video, a spinning script): not its doing.
+    background_busy: bool = False
+    # Main-thread ns per second between the last observation and the action: an app's idle
+    # timers (a blinking caret) are its background; stirring must stand out from it.
+    background_rate: float = 0.0
+
+
+@dataclass(frozen=True)
+class BusyProcesses:
+    """One sample of :class:`ProcessWatch`: names of the processes keeping a settle pending.
+
+    Attributes:
+        launched: Processes started since the action began that used CPU lately.
+        working: Processes that were idle when the action began and have used CPU since (an
+            app building a dialog or loading a file, silent until it draws).
+        stirring: Processes that ran since the previous sample noticeably more than they did
+            before the action (a shell between reading a command line and forking it, an app
+            waiting on its file chooser): not work to wait for, but not quiet either.
+    """
+
+    launched: tuple[str, ...] = ()
+    working: tuple[str, ...] = ()
+    stirring: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.launched or self.working)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The launched and working ones, sorted, without repeats."""
+        return tuple(sorted(set(self.launched) | set(self.working)))
 
 
 @dataclass
 class ProcessWatch:
-    """New processes on this display, from ``/proc``: which are still busy launching.
+    """The processes on this display, from ``/proc``: which are busy because of the last action.
 
-    Only processes started since the last :meth:`mark` (an acting request) or still busy at
-    the previous settle's end are looked at closely; the rest cost one ``listdir`` a sample.
+    A process is busy in a sample when its main thread ran or waited for a CPU (the run queue
+    counts: on a loaded host a starved app is still working) for at least ``BUSY_SHARE`` of
+    the time since the previous sample, or when all its threads together ran that long (an
+    app whose main thread waits on workers, as LibreOffice's threaded import does; clock-tick
+    precision only). It stays busy ``BUSY_HOLD`` seconds after that, or ``BUSY_HOLD_SHARE`` of
+    how long it has been busy (a new process ``LAUNCH_HOLD``), so the naps of an app's event
+    loop between bursts of work, and the timers that finish a long piece of work, do not
+    end the wait. Processes busy when the action began (:meth:`mark`) are background and never
+    count as busy. A process "stirs" when its main thread ran at least ``STIR_NS`` since the
+    previous sample and ``STIR_FACTOR`` times what it ran per second before the action.
 
     Attributes:
         display_name: Processes count only if their ``DISPLAY`` is this one (several local
@@ -134,67 +214,100 @@ class ProcessWatch:
     proc_root: str = "/proc"
     _mark_ticks: float = 0.0
     _procs: dict[int, _Proc] = field(default_factory=dict)
-    _carried: set[int] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self._self_pid = os.getpid()
         self.mark()
 
-    def mark(self) -> None:
-        """Note that an action begins: processes started from now on are launch candidates."""
+    def mark(self, now: float | None = None) -> None:
+        """Note that an action begins.
+
+        Processes busy already become background, and each process's rate of work so far its
+        background rate; processes started from now on count as launched by the action.
+
+        Args:
+            now: ``time.monotonic()`` of the mark (None: now).
+        """
+        now = time.monotonic() if now is None else now
         with self._lock:
             # One tick of slack: starttime is rounded down to the tick.
             self._mark_ticks = time.clock_gettime(time.CLOCK_BOOTTIME) * _CLK_TCK - 1
+            for proc, main_ns, ticks in self._sample():
+                window = now - proc.sampled_at
+                if proc.main_ns >= 0 and window >= BACKGROUND_WINDOW:
+                    proc.background_busy = _busy(proc, main_ns, ticks, window)
+                    proc.background_rate = (main_ns - proc.main_ns) / window
+                # A shorter gap says too little: the process keeps its earlier verdicts.
+                proc.main_ns, proc.ticks, proc.sampled_at = main_ns, ticks, now
 
-    def busy(self, now: float) -> list[str]:
-        """Names of candidate processes that used CPU within ``CPU_WINDOW`` (one sample)."""
+    def busy(self, now: float) -> BusyProcesses:
+        """Sample the display's processes: which hold a settle now."""
+        launched, working, stirring = [], [], []
         with self._lock:
-            try:
-                pids = {int(p) for p in os.listdir(self.proc_root) if p.isdigit()}
-            except OSError:
-                return []
-            for gone in set(self._procs) - pids:
-                del self._procs[gone]
-            self._carried &= pids
-            busy = []
-            for pid in pids:
-                proc = self._procs.get(pid)
-                if proc is None:
-                    stat = self._stat(pid)
-                    if stat is None:
-                        continue
-                    proc = self._procs[pid] = _Proc(start_ticks=stat[1], name=stat[0])
-                if pid == self._self_pid or not (
-                    proc.start_ticks >= self._mark_ticks or pid in self._carried
-                ):
-                    continue
-                if proc.ours is None:
-                    proc.ours = self._on_display(pid)
-                if not proc.ours:
-                    continue
-                stat = self._stat(pid)
-                if stat is None or stat[2] == "Z":
-                    continue
-                if stat[3] != proc.cpu_ticks:
-                    # First sight counts as busy: it just started or just used CPU.
-                    proc.cpu_ticks, proc.busy_until = stat[3], now + CPU_WINDOW
+            for proc, main_ns, ticks in self._sample():
+                new = proc.start_ticks >= self._mark_ticks
+                if proc.main_ns < 0:
+                    # First sight: a new process just started; an old one gets a baseline.
+                    if new:
+                        proc.busy_until = now + LAUNCH_HOLD
+                else:
+                    window = now - proc.sampled_at
+                    if _busy(proc, main_ns, ticks, window) and (new or not proc.background_busy):
+                        if proc.busy_since is None or now >= proc.busy_until:
+                            proc.busy_since = proc.sampled_at
+                        stretch = now - proc.busy_since
+                        hold = min(max(BUSY_HOLD, BUSY_HOLD_SHARE * stretch), MAX_BUSY_HOLD)
+                        proc.busy_until = now + (LAUNCH_HOLD if new else hold)
+                    rate = 0.0 if new else proc.background_rate
+                    if main_ns - proc.main_ns >= max(STIR_NS, STIR_FACTOR * rate * window):
+                        stirring.append(proc.name)
+                proc.main_ns, proc.ticks, proc.sampled_at = main_ns, ticks, now
                 if now < proc.busy_until:
-                    busy.append(proc.name)
-            return busy
+                    (launched if new else working).append(proc.name)
+        return BusyProcesses(tuple(launched), tuple(working), tuple(stirring))
 
-    def carry(self, names: Iterable[str]) -> None:
-        """Keep watching the processes still busy when a settle timed out, past the next mark."""
-        wanted = set(names)
-        with self._lock:
-            self._carried = {
-                pid
-                for pid, proc in self._procs.items()
-                if proc.name in wanted and proc.start_ticks >= self._mark_ticks
-            } | self._carried
+    def _sample(self) -> list[tuple[_Proc, int, int]]:
+        """(process, main thread's run + wait ns, all threads' ticks) per display process."""
+        try:
+            pids = {int(p) for p in os.listdir(self.proc_root) if p.isdigit()}
+        except OSError:
+            return []
+        for gone in set(self._procs) - pids:
+            del self._procs[gone]
+        sampled = []
+        for pid in pids:
+            if pid == self._self_pid:
+                continue
+            proc = self._procs.get(pid)
+            stat = None
+            if proc is None:
+                stat = self._stat(pid)
+                if stat is None:
+                    continue
+                proc = self._procs[pid] = _Proc(start_ticks=stat[1], name=stat[0])
+            if proc.ours is None:
+                proc.ours = self._on_display(pid, proc.start_ticks)
+            if not proc.ours:
+                continue
+            stat = stat or self._stat(pid)
+            main_ns = self._main_ns(pid)
+            if stat is not None and main_ns is not None and stat[2] != "Z":
+                proc.name = stat[0]  # a fork's name changes when it execs
+                sampled.append((proc, main_ns, stat[3]))
+        return sampled
+
+    def _main_ns(self, pid: int) -> int | None:
+        """Nanoseconds the main thread ran plus waited to run; None if it is gone."""
+        try:
+            with open(f"{self.proc_root}/{pid}/schedstat", "rb") as f:
+                fields = f.read().split()
+            return int(fields[0]) + int(fields[1])
+        except (OSError, IndexError, ValueError):
+            return None
 
     def _stat(self, pid: int) -> tuple[str, int, str, int] | None:
-        """(name, start ticks, state, utime+stime ticks) of a process, None if it is gone."""
+        """(name, start ticks, state, utime + stime ticks) of a process, None if it is gone."""
         try:
             with open(f"{self.proc_root}/{pid}/stat", "rb") as f:
                 data = f.read()
@@ -209,12 +322,18 @@ class ProcessWatch:
         except (IndexError, ValueError):
             return None
 
-    def _on_display(self, pid: int) -> bool:
+    def _on_display(self, pid: int, start_ticks: int) -> bool | None:
+        """Whether a process runs on this display; None: cannot tell yet (ask again)."""
         try:
             with open(f"{self.proc_root}/{pid}/environ", "rb") as f:
                 environ = f.read()
         except OSError:  # another user's process, or gone
             return False
+        if not environ:
+            # Kernel threads have none; a process in the middle of execve() reads empty too,
+            # and a young one must not be written off for that.
+            age = time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / _CLK_TCK
+            return None if age < YOUNG_SECONDS else False
         return f"DISPLAY={self.display_name}".encode() in environ.split(b"\0")
 
 
@@ -248,16 +367,83 @@ class EventSettler:
         self._startup_buffers: dict[int, bytes] = {}
         self._cursor_busy = False
         self._cursor_seen_busy = 0
+        # A second connection for the waiting side's own queries (the thread owns the first).
+        self._query: display.Display | None = None
+        self._query_lock = threading.Lock()
+        self._commit: tuple[int, float] | None = None  # dialog window that got Enter, when
+
+    # --- the acting side -------------------------------------------------------------------
+
+    def mark_action(self, commits: bool = False) -> None:
+        """Note that an acting request begins (see :meth:`ProcessWatch.mark`).
+
+        Args:
+            commits: The request presses Enter: if a dialog has the focus, it may answer
+                late (``SIGNAL_DIALOG``), so the next settle waits for it to close, at most
+                ``DIALOG_COMMIT_GRACE`` seconds.
+        """
+        self.processes.mark()
+        dialog = self._focused_dialog() if commits else None
+        with self._cond:
+            self._commit = (dialog, time.monotonic()) if dialog is not None else None
+
+    def _focused_dialog(self) -> int | None:
+        """The active window if it is a dialog (transient, or typed so), else None."""
+        try:
+            with self._query_lock:
+                conn = self._query_connection()
+                root = conn.screen().root
+                active = root.get_full_property(
+                    conn.intern_atom("_NET_ACTIVE_WINDOW"), Xatom.WINDOW
+                )
+                if active is None or not active.value or not active.value[0]:
+                    return None
+                window = conn.create_resource_object("window", active.value[0])
+                kinds = window.get_full_property(
+                    conn.intern_atom("_NET_WM_WINDOW_TYPE"), Xatom.ATOM
+                )
+                dialog_type = conn.intern_atom("_NET_WM_WINDOW_TYPE_DIALOG")
+                is_dialog = bool(kinds and dialog_type in kinds.value)
+                if is_dialog or window.get_wm_transient_for() is not None:
+                    return int(active.value[0])
+                return None
+        except (Xlib.error.XError, Xlib.error.ConnectionClosedError, OSError) as e:
+            logger.debug("no focused dialog found on %s: %r", self.display_name, e)
+            return None
+
+    def _dialog_open(self, window: int) -> bool:
+        try:
+            with self._query_lock:
+                conn = self._query_connection()
+                attributes = conn.create_resource_object("window", window).get_attributes()
+                return bool(attributes.map_state == X.IsViewable)
+        except (Xlib.error.XError, Xlib.error.ConnectionClosedError, OSError):
+            return False  # destroyed: it answered
+
+    def _query_connection(self) -> display.Display:
+        if self._query is None:
+            self._query = display.Display(self.display_name)
+        return self._query
 
     # --- the waiting side ------------------------------------------------------------------
 
-    def wait(self, timeout: float, quiet: float, interval: float) -> SettleResult:
+    def wait(
+        self,
+        timeout: float,
+        quiet: float,
+        interval: float,
+        launch_timeout: float | None = None,
+    ) -> SettleResult:
         """Wait until nothing is pending and the screen stayed still ``quiet`` seconds.
 
         Args:
-            timeout: Seconds to wait at most.
+            timeout: Seconds to wait at most for the screen to stop changing once nothing else
+                is pending (an animation alone ends the wait here).
             quiet: Seconds without damage or window events that count as settled.
-            interval: Seconds between process samples while a candidate process exists.
+            interval: Seconds between samples of the display's processes.
+            launch_timeout: Seconds to wait at most while work is pending (a launch, an app
+                busy since the action, a startup notification, an unmapped window); None:
+                ``timeout``. Never less than ``timeout``.
 
         Raises:
             SettleUnavailableError: the display lacks the DAMAGE or XFIXES extension, or the
@@ -266,9 +452,11 @@ class EventSettler:
         self._ensure_started()
         start = time.monotonic()
         deadline = start + timeout
+        work_deadline = start + max(timeout, launch_timeout or 0.0)
         seen: set[str] = set()
         wakeups = 0
-        busy: list[str] = []
+        busy = BusyProcesses()
+        stirred_at = 0.0
         with self._cond:
             self._arm_requests += 1
             ticket = self._arm_requests
@@ -290,6 +478,10 @@ class EventSettler:
                 if now >= next_sample:
                     busy = self.processes.busy(now)
                     next_sample = now + interval
+                    self._check_commit(now)
+                    if busy.stirring and now - start <= STIR_WINDOW:
+                        stirred_at = now
+                        seen.add(SIGNAL_STIR)
                 with self._cond:
                     now = time.monotonic()
                     pending = self._pending(now, busy)
@@ -300,10 +492,11 @@ class EventSettler:
                     if self._cursor_seen_busy > base[2]:
                         seen.add(SIGNAL_CURSOR)
                     seen.update(pending)
-                    quiet_at = max(self._last_change, quiet_since) + quiet
+                    quiet_at = max(self._last_change, quiet_since, stirred_at) + quiet
                     quiet_now = not pending and now >= quiet_at
-                    if not quiet_now and now < deadline:
-                        wake = min(deadline, next_sample)
+                    limit = work_deadline if pending else deadline
+                    if not quiet_now and now < limit:
+                        wake = min(limit, next_sample)
                         if not pending:
                             wake = min(wake, quiet_at)
                         self._cond.wait(max(wake - now, 0.0005))
@@ -312,30 +505,38 @@ class EventSettler:
                 if quiet_now:
                     # Look once more: a shell may have forked the app a moment ago.
                     busy = self.processes.busy(now)
-                    if not busy:
+                    if not busy and not (busy.stirring and now - start <= STIR_WINDOW):
                         return SettleResult(True, "quiet", (), tuple(sorted(seen)), wakeups)
-                    seen.add(SIGNAL_PROCESS)
+                    if busy.stirring and now - start <= STIR_WINDOW:
+                        stirred_at = now
+                        seen.add(SIGNAL_STIR)
+                    seen.update(self._pending(now, busy))
                     next_sample = now + interval
                     continue
                 if now < quiet_at:
-                    pending.append(SIGNAL_SCREEN)
-                self.processes.carry(busy)
+                    pending.append(
+                        SIGNAL_STIR if stirred_at >= self._last_change else SIGNAL_SCREEN
+                    )
                 return SettleResult(
                     False,
                     "timeout",
                     tuple(sorted(set(pending))),
                     tuple(sorted(seen)),
                     wakeups,
-                    tuple(sorted(set(busy))),
+                    busy.names,
                 )
         finally:
             with self._cond:
                 self._armed -= 1
 
-    def _pending(self, now: float, busy: list[str]) -> list[str]:
+    def _pending(self, now: float, busy: BusyProcesses) -> list[str]:
         pending = []
-        if busy:
+        if busy.launched:
             pending.append(SIGNAL_PROCESS)
+        if busy.working:
+            pending.append(SIGNAL_APP_BUSY)
+        if self._commit is not None:
+            pending.append(SIGNAL_DIALOG)
         if any(now - t < STARTUP_TIMEOUT for t in self._startups.values()):
             pending.append(SIGNAL_STARTUP)
         if self._cursor_busy:
@@ -343,6 +544,18 @@ class EventSettler:
         if any(now - t < UNMAPPED_GRACE for t in self._unmapped.values()):
             pending.append(SIGNAL_UNMAPPED)
         return pending
+
+    def _check_commit(self, now: float) -> None:
+        """Drop the dialog that got Enter once it closed or its grace ran out."""
+        with self._cond:
+            commit = self._commit
+        if commit is None:
+            return
+        if now - commit[1] < DIALOG_COMMIT_GRACE and self._dialog_open(commit[0]):
+            return
+        with self._cond:
+            if self._commit == commit:
+                self._commit = None
 
     # --- the event thread ------------------------------------------------------------------
 
@@ -373,6 +586,15 @@ class EventSettler:
         disp.xfixes_query_version()
         cursor_event = disp.query_extension("XFIXES").first_event + xfixes.XFixesCursorNotify
         damage_event = disp.query_extension("DAMAGE").first_event + damage.DamageNotifyCode
+        # python-xlib keeps event classes in one dict shared by every connection of the
+        # process, and each new connection re-registers the extensions' own classes: a later
+        # one (a capture thread's, the query connection) would swap ours back for XFixes'
+        # name-less cursor event. This connection gets a dict of its own.
+        shared = disp.display.event_classes
+        disp.display.event_classes = {
+            code: dict(value) if isinstance(value, dict) else value
+            for code, value in shared.items()
+        }
         disp.extension_add_subevent(
             cursor_event,
             xfixes.XFixesDisplayCursorNotify,
@@ -469,7 +691,7 @@ class EventSettler:
             elif kind == X.ClientMessage and ev.client_type in startup_atoms:  # type: ignore[attr-defined]
                 self._startup_message(ev, now)
             elif kind == codes["cursor"]:
-                atom = ev.name  # type: ignore[attr-defined]
+                atom = getattr(ev, "name", 0)
                 name = atoms.get(atom)
                 if name is None and atom:
                     name = atoms[atom] = disp.get_atom_name(atom)
@@ -515,6 +737,21 @@ class EventSettler:
             thread.join(timeout=5)
         os.close(self._wake_r)
         os.close(self._wake_w)
+        with self._query_lock:
+            if self._query is not None:
+                self._query.close()
+                self._query = None
+
+
+def presses_enter(body: bytes) -> bool:
+    """Whether an acting request's body may press Enter (a key name, or an escaped newline).
+
+    Cheap and loose on purpose: a false positive costs one query of the focused window.
+    """
+    return _ENTER.search(body) is not None
+
+
+_ENTER = re.compile(rb"(?i)enter|return|\\[nr]")
 
 
 def _startup_field(text: str, key: str) -> str | None:
@@ -541,3 +778,11 @@ def _startup_field(text: str, key: str) -> str | None:
         if name == key:
             return "".join(value)
     return None
+
+
+def _busy(proc: _Proc, main_ns: int, ticks: int, window: float) -> bool:
+    """Whether a process worked at least ``BUSY_SHARE`` of ``window`` since its last sample."""
+    if main_ns - proc.main_ns >= BUSY_SHARE * window * 1e9 + MIN_BUSY_NS:
+        return True
+    thread_seconds = (ticks - proc.ticks) / _CLK_TCK
+    return thread_seconds > 0 and thread_seconds >= BUSY_SHARE * window

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
@@ -31,7 +32,12 @@ def _xterm(desktop: LocalDesktop, title: str) -> GuestClient:
     return client
 
 
-def _events(client: GuestClient, timeout: float = 3.0, quiet: float = EVENTS_QUIET) -> Screenshot:
+def _events(
+    client: GuestClient,
+    timeout: float = 3.0,
+    quiet: float = EVENTS_QUIET,
+    launch_timeout: float | None = None,
+) -> Screenshot:
     return client.screenshot(
         format="raw",
         cursor=False,
@@ -39,6 +45,7 @@ def _events(client: GuestClient, timeout: float = 3.0, quiet: float = EVENTS_QUI
         settle_timeout=timeout,
         settle_quiet=quiet,
         settle_mode="events",
+        settle_launch_timeout=launch_timeout if launch_timeout is not None else timeout,
     )
 
 
@@ -100,6 +107,104 @@ def test_events_settle_reports_a_busy_new_process(clean_desktop: LocalDesktop) -
     wait_until(lambda: _events(client, timeout=1.0).settled, message="settled after the kill")
 
 
+# An app that, like LibreOffice building a dialog, works silently on a key press before it
+# draws: its main thread computes for BUSY_SECONDS, then it paints its window a new colour.
+_SILENT_APP = """
+import sys, time
+from Xlib import X, display
+conn = display.Display()
+screen = conn.screen()
+window = screen.root.create_window(
+    0, 0, 400, 300, 0, screen.root_depth, event_mask=X.KeyPressMask | X.ExposureMask,
+    background_pixel=screen.white_pixel,
+)
+window.set_wm_name("silent-app")
+window.map()
+gc = window.create_gc()
+colour = 0x0000FF
+while True:
+    event = conn.next_event()
+    if event.type == X.KeyPress:
+        end = time.monotonic() + float(sys.argv[1])
+        while time.monotonic() < end:
+            pass
+        colour ^= 0xFF00FF
+        gc.change(foreground=colour)
+        window.fill_rectangle(gc, 0, 0, 400, 300)
+        conn.flush()
+"""
+BUSY_SECONDS = 0.8
+
+
+def _silent_app(client: GuestClient) -> None:
+    client.launch([sys.executable, "-c", _SILENT_APP, str(BUSY_SECONDS)])
+    wait_until(lambda: "silent-app" in client.execute(["wmctrl", "-l"]).output, message="app")
+    client.activate_window("silent-app")
+
+
+def _app_colour(shot: Screenshot | np.ndarray) -> tuple[int, ...]:
+    frame = shot if isinstance(shot, np.ndarray) else shot.to_array()
+    return tuple(int(v) for v in frame[150, 200])
+
+
+def test_events_settle_waits_for_an_app_that_works_before_it_draws(
+    clean_desktop: LocalDesktop,
+) -> None:
+    client = clean_desktop.client
+    _silent_app(client)
+    _still_frame(client)
+    colours = []
+    for _ in range(2):
+        client.actions([{"kind": "press", "key": "a"}])
+        shot = _events(client)
+        assert (shot.settled, shot.settle_end) == (True, "quiet"), shot
+        assert "app_busy" in shot.settle_seen, shot
+        assert shot.settle_seconds >= BUSY_SECONDS * 0.9
+        colours.append(_app_colour(shot))
+        np.testing.assert_array_equal(shot.to_array(), _still_frame(client))
+    assert colours == [(255, 0, 0), (0, 0, 255)], colours
+    # The poll settle sees a still screen while the app works: it observes too early.
+    client.actions([{"kind": "press", "key": "a"}])
+    early = client.screenshot(format="raw", cursor=False, settle=True, settle_quiet=0.2)
+    assert early.settled and _app_colour(early) == colours[-1]
+    wait_until(lambda: _app_colour(_still_frame(client)) == colours[0], message="the late drawing")
+
+
+def test_events_settle_ignores_an_app_busy_before_the_action(clean_desktop: LocalDesktop) -> None:
+    client = _xterm(clean_desktop, "events-background")
+    client.actions([{"kind": "type", "text": "python3 -c 'while True: pass' & clear\n"}])
+    try:
+        # Its first observation waits for the new process (it is the action's doing) ...
+        assert "process" in _events(client, timeout=0.5).settle_pending
+        _still_frame(client)  # ... then it spins between observations: background
+        for n in range(2):
+            client.actions([{"kind": "type", "text": f"echo typed-{n}\n"}])
+            shot = _events(client)
+            assert (shot.settled, shot.settle_end) == (True, "quiet"), shot
+            assert shot.settle_seconds < 0.5, shot
+    finally:
+        client.actions([{"kind": "type", "text": "kill $!\n"}])
+
+
+def test_events_settle_waits_past_its_timeout_for_a_slow_launch(
+    clean_desktop: LocalDesktop,
+) -> None:
+    client = _xterm(clean_desktop, "events-slow-launch")
+    # A launch that works 2 s without drawing, then opens its window: longer than the
+    # screen's timeout (0.5 s), shorter than the launch timeout.
+    command = (
+        "python3 -c 'import time\nt = time.monotonic()\nwhile time.monotonic() - t < 2: pass'"
+        " && xterm -title late-window &\n"
+    )
+    client.actions([{"kind": "type", "text": command}])
+    shot = _events(client, timeout=0.5, launch_timeout=20)
+    assert (shot.settled, shot.settle_end) == (True, "quiet"), shot
+    assert {"process", "windows"} <= set(shot.settle_seen), shot
+    assert shot.settle_seconds >= 2.0
+    assert "late-window" in client.execute(["wmctrl", "-l"]).output
+    np.testing.assert_array_equal(shot.to_array(), _still_frame(client))
+
+
 def _animate(display_name: str, stop: threading.Event) -> None:
     """Repaint a window in a new colour every 10 ms until ``stop`` is set."""
     conn = display.Display(display_name)
@@ -121,14 +226,17 @@ def _animate(display_name: str, stop: threading.Event) -> None:
 
 
 def test_events_settle_honours_timeout_on_a_changing_screen(desktop: LocalDesktop) -> None:
+    # An acting request first: what earlier tests started is then no launch of this one.
+    desktop.client.actions([{"kind": "move", "x": 5, "y": 5}])
     stop = threading.Event()
     animation = threading.Thread(target=_animate, args=(desktop.display, stop), daemon=True)
     animation.start()
     try:
-        shot = _events(desktop.client, timeout=0.4, quiet=0.05)
+        # 10 ms frames, and a quiet period that a loaded host's scheduling gaps cannot fill.
+        shot = _events(desktop.client, timeout=0.6, quiet=0.2)
         assert (shot.settled, shot.settle_end) == (False, "timeout"), shot
         assert shot.settle_pending == ("screen",)
-        assert 0.4 <= shot.settle_seconds < 0.8
+        assert 0.6 <= shot.settle_seconds < 1.0
     finally:
         stop.set()
         animation.join(timeout=5)
