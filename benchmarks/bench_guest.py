@@ -3,7 +3,9 @@
     python benchmarks/bench_guest.py [--width 1920 --height 1080 --repeats 30]
 
 Prints, side by side in one run on the same desktop:
-  * screenshot grab + encode in the guest process (PNG vs JPEG vs raw), and the same through HTTP;
+  * screenshot grab + encode in the guest process (PNG vs JPEG vs raw), and the same through HTTP
+    (raw: through the desktop's shared memory, as the local provider sets the client up, and as
+    the HTTP body); ``benchmarks/bench_observe.py`` has the CPU of each side, before and after;
   * one click through the typed-action endpoint vs OSWorld's way (``/execute`` running
     ``python -c "import pyautogui; pyautogui.click(x, y)"``), and their ratio.
 Targets (issue 2): screenshot + encode under 25 ms median at 1920x1080; typed action >= 20x faster.
@@ -17,6 +19,7 @@ import time
 from collections.abc import Callable
 
 from osworld_gym.guest.capture import ScreenCapture, ScreenshotOptions
+from osworld_gym.guest.client import GuestClient
 from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
 
 
@@ -85,6 +88,10 @@ def main() -> None:
         for fmt in ("png", "jpeg", "raw"):
             results[f"HTTP /screenshot {fmt}"] = timed(
                 lambda f=fmt: client.screenshot(format=f), args.repeats
+            )
+        with GuestClient(desktop.endpoint, token=desktop.token) as http:  # no shared memory
+            results["HTTP raw, as the body"] = timed(
+                lambda: http.screenshot(format="raw"), args.repeats
             )
         for name, samples in results.items():
             print(row(f"screenshot grab+encode, {name}", samples))

@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import io
 import logging
+import mmap
+import os
+import secrets
 import shlex
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,6 +28,7 @@ from typing import Any, TypeGuard
 
 import numpy as np
 import requests
+import urllib3.exceptions
 from PIL import Image
 
 from osworld_gym.errors import (
@@ -36,7 +41,7 @@ from osworld_gym.errors import (
     UnsupportedByGuestError,
 )
 from osworld_gym.guest import protocol
-from osworld_gym.guest.capture import ScreenshotOptions, encode, fit_pixels
+from osworld_gym.guest.capture import SEGMENT_PREFIX, ScreenshotOptions, encode, fit_pixels
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +49,10 @@ EXECUTE_LIMIT = 120.0
 """Seconds OSWorld's ``/execute`` lets a command run before it answers 500."""
 FIXED_BASH_SCRIPT = "run_bash_script.fixed"
 """Capability of guests whose ``/run_bash_script`` answers the script's result."""
+SHARED_FRAMES = "screenshot.shm"
+"""Capability of guests that write raw frames into a shared-memory file the client names."""
+RAW_CONTENT_TYPE = "application/octet-stream"
+_MAX_FRAME_FAILURES = 3  # shared-memory failures in a row before a client stops trying
 
 
 @dataclass(frozen=True)
@@ -58,9 +67,14 @@ class GuestInfo:
 
 @dataclass(frozen=True)
 class Screenshot:
-    """A screenshot as the guest encoded it."""
+    """A screenshot as the guest encoded it.
 
-    data: bytes
+    ``data`` is the encoded image, or for ``"raw"`` the packed RGB rows: the response body as
+    read (``bytes``), or a ``memoryview`` of the client's own copy when the frame came through
+    shared memory.
+    """
+
+    data: bytes | memoryview
     content_type: str
     width: int
     height: int
@@ -72,11 +86,106 @@ class Screenshot:
     settle_seen: tuple[str, ...] = ()  # signals seen during the wait
 
     def to_array(self) -> np.ndarray:
-        """Decode into an ``H x W x 3`` uint8 array."""
-        if self.content_type == "application/octet-stream":
+        """Decode into an ``H x W x 3`` uint8 array (raw pixels are not copied)."""
+        if self.content_type == RAW_CONTENT_TYPE:
             return np.frombuffer(self.data, np.uint8).reshape(self.height, self.width, 3)
         with Image.open(io.BytesIO(self.data)) as image:
-            return np.asarray(image.convert("RGB"))
+            # convert() copies the whole image even when it is RGB already.
+            return np.asarray(image if image.mode == "RGB" else image.convert("RGB"))
+
+
+@dataclass
+class _Segment:
+    """One shared-memory file of a :class:`SharedFrames` pool."""
+
+    host_path: str
+    guest_path: str
+    map: mmap.mmap
+
+
+class SharedFrames:
+    """Shared-memory files through which a guest on this host hands over raw frames.
+
+    A raw screenshot over HTTP costs the driver a 6 MB socket read at 1080p and the guest a
+    6 MB send; through a file on a tmpfs both sides see, the guest writes the pixels where the
+    client reads them and answers with headers only. Each request in flight takes its own file
+    from the pool (two screenshots never share a frame), and the client copies the pixels out
+    before the file goes back, so observations stay valid whatever comes next.
+
+    Files are created fully allocated (a write into a hole of a full tmpfs would kill the guest
+    with SIGBUS) and deleted by :meth:`close`; the guest drops its mapping of a deleted file.
+
+    Args:
+        host_dir: The folder as this process sees it (e.g. ``/proc/<guest>/root/dev/shm``).
+        guest_dir: The same folder as the guest sees it.
+        limit: Files made at most (requests in flight beyond it go over HTTP).
+    """
+
+    def __init__(self, host_dir: str, guest_dir: str, *, limit: int = 4) -> None:
+        self.host_dir = host_dir
+        self.guest_dir = guest_dir
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._free: list[_Segment] = []
+        self._all: list[_Segment] = []
+        self._size = 0
+
+    def take(self, size: int) -> _Segment | None:
+        """A file of ``size`` bytes for one request; None when the pool is at its limit.
+
+        Raises:
+            OSError: the file cannot be made (no such folder, tmpfs full).
+        """
+        with self._lock:
+            if size != self._size:  # the screen changed size: start over
+                self._drop(self._all)
+                self._size = size
+            if self._free:
+                return self._free.pop()
+            if len(self._all) >= self._limit:
+                return None
+            segment = self._make(size)
+            self._all.append(segment)
+            return segment
+
+    def give_back(self, segment: _Segment) -> None:
+        """Return a file taken with :meth:`take` once its pixels are copied out."""
+        with self._lock:
+            if segment in self._all:
+                self._free.append(segment)
+
+    def _make(self, size: int) -> _Segment:
+        name = SEGMENT_PREFIX + secrets.token_hex(16)
+        host_path = os.path.join(self.host_dir, name)
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(host_path, flags, 0o600)
+        try:
+            os.posix_fallocate(fd, 0, size)
+            mapping = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+        except OSError:
+            os.unlink(host_path)
+            raise
+        finally:
+            os.close(fd)
+        return _Segment(host_path, os.path.join(self.guest_dir, name), mapping)
+
+    def _drop(self, segments: list[_Segment]) -> None:
+        for segment in list(segments):
+            try:
+                os.unlink(segment.host_path)
+            except OSError as e:  # the guest's folder went with it: nothing left to free
+                logger.debug("frame segment %s already gone: %s", segment.host_path, e)
+            try:
+                segment.map.close()
+            except BufferError:  # a copy is being made from it; freed when that ends
+                logger.debug("frame segment %s still being read", segment.host_path)
+        self._all = [s for s in self._all if s not in segments]
+        self._free = [s for s in self._free if s not in segments]
+
+    def close(self) -> None:
+        """Delete every file (those in use are deleted too; their readers keep the memory)."""
+        with self._lock:
+            self._drop(self._all)
 
 
 @dataclass(frozen=True)
@@ -131,6 +240,8 @@ class GuestClient:
             self._session.headers["Authorization"] = f"Bearer {token}"
         self._info: GuestInfo | None = None
         self._home: str | None = None
+        self._frames: SharedFrames | None = None
+        self._frame_failures = 0
         self._last_used = time.monotonic()
 
     # --- transport ---------------------------------------------------------------------
@@ -287,13 +398,10 @@ class GuestClient:
                 params["settle_launch_timeout"] = settle_launch_timeout
         longest = max(settle_timeout, settle_launch_timeout or 0.0)
         timeout = self.config.timeout + (longest if settle else 0)
-        response = self._request(
-            "GET", "/screenshot", idempotent=True, params=params, timeout=timeout
-        )
-        headers = response.headers
+        headers, data = self._get_frame(params, timeout)
         settled = headers.get("X-Settled")
         return Screenshot(
-            response.content,
+            data,
             headers.get("Content-Type", "image/png"),
             int(headers.get("X-Image-Width", 0)),
             int(headers.get("X-Image-Height", 0)),
@@ -304,6 +412,116 @@ class GuestClient:
             _header_list(headers, "X-Settle-Pending"),
             _header_list(headers, "X-Settle-Seen"),
         )
+
+    def share_frames(self, host_dir: str | None, guest_dir: str | None = None) -> None:
+        """Take raw screenshots through shared memory in ``host_dir`` (None: over HTTP only).
+
+        For a guest on this host that has the ``screenshot.shm`` capability: the client makes
+        files in ``host_dir``, which the guest sees as ``guest_dir`` (default: the same path),
+        and the guest writes each raw frame into one of them (:class:`SharedFrames`). Any
+        failure falls back to HTTP; after a few the client stops trying until the next call.
+        Files of an earlier folder are deleted.
+        """
+        if self._frames is not None:
+            self._frames.close()
+        self._frames = None if host_dir is None else SharedFrames(host_dir, guest_dir or host_dir)
+        self._frame_failures = 0
+
+    def _get_frame(
+        self, params: dict[str, Any], timeout: float
+    ) -> tuple[Mapping[str, str], bytes | memoryview]:
+        """``GET /screenshot``: headers and body, or the pixels through shared memory."""
+        frames = self._frames
+        if frames is None or params.get("format") != "raw" or not self._shm_usable():
+            return self._get_frame_http(params, timeout)
+        size = self.info().screen_size
+        assert size is not None  # checked by _shm_usable
+        try:
+            segment = frames.take(size[0] * size[1] * 3)
+        except OSError as e:
+            self._shm_failed(f"cannot make a frame segment in {frames.host_dir}: {e}")
+            return self._get_frame_http(params, timeout)
+        if segment is None:  # as many requests in flight as segments
+            return self._get_frame_http(params, timeout)
+        try:
+            headers, body = self._get_frame_http({**params, "shm": segment.guest_path}, timeout)
+            if headers.get("X-Shm") != segment.guest_path:
+                return headers, body  # a guest that ignored the option sent the body
+            width = int(headers.get("X-Image-Width", 0))
+            height = int(headers.get("X-Image-Height", 0))
+            count = int(headers.get("X-Shm-Bytes", -1))
+            if count != width * height * 3 or count > len(segment.map):
+                raise GuestProtocolError("/screenshot", f"bad shared frame size {count}")
+            # The one copy on this side: the segment goes back to the pool right after.
+            pixels = np.frombuffer(segment.map, np.uint8, count=count).copy()
+            self._frame_failures = 0
+            return headers, memoryview(pixels)
+        except GuestHTTPError as e:
+            if e.status != 409:  # not about the segment: HTTP would fail alike
+                raise
+            self._shm_failed(f"the guest refused the frame segment: {e}")
+        except ValueError as e:  # the segment was closed under us (close(), a resize)
+            self._shm_failed(f"frame segment unusable: {e}")
+        finally:
+            frames.give_back(segment)
+        return self._get_frame_http(params, timeout)
+
+    def _shm_usable(self) -> bool:
+        info = self.info()
+        return (
+            SHARED_FRAMES in info.capabilities
+            and info.screen_size is not None
+            and self._frame_failures < _MAX_FRAME_FAILURES
+        )
+
+    def _shm_failed(self, why: str) -> None:
+        self._frame_failures += 1
+        if self._frame_failures >= _MAX_FRAME_FAILURES:
+            logger.warning("%s; raw frames go over HTTP from now on: %s", self.base_url, why)
+        else:
+            logger.info("%s; this frame goes over HTTP: %s", self.base_url, why)
+        if self._frames is not None:
+            self._frames.close()  # made again on the next call (the guest may have restarted)
+
+    def _get_frame_http(
+        self, params: dict[str, Any], timeout: float
+    ) -> tuple[Mapping[str, str], bytes]:
+        """``GET /screenshot``: the headers and the body, read into one buffer.
+
+        requests' ``.content`` joins the body from 10 KB reads, ~600 Python-level reads and a
+        second copy for a 6 MB raw frame (~6 ms of driver CPU); one read of Content-Length
+        bytes fills a single buffer in C. Failures while the body arrives are retried as the
+        request is (the screenshot is a read).
+        """
+        attempts = 1 + self.config.retries
+        delay = self.config.retry_backoff
+        for attempt in range(attempts):
+            try:
+                response = self._request(
+                    "GET",
+                    "/screenshot",
+                    idempotent=False,  # retried here, body included
+                    params=params,
+                    timeout=timeout,
+                    stream=True,
+                )
+            except (GuestTimeoutError, GuestUnreachableError) as e:
+                error: GuestError = e
+            else:
+                try:
+                    return response.headers, _read_body(response)
+                except (urllib3.exceptions.HTTPError, requests.RequestException, OSError) as e:
+                    response.close()  # drops the half-read connection
+                    if isinstance(e, (TimeoutError, urllib3.exceptions.TimeoutError)):
+                        error = GuestTimeoutError("/screenshot", f"body stalled ({e})")
+                    else:
+                        error = GuestUnreachableError("/screenshot", f"body not received ({e})")
+            if attempt + 1 == attempts:
+                raise error
+            logger.debug("retrying /screenshot after: %s", error)
+            time.sleep(delay)  # back-off between retries of an idempotent call
+            delay *= 2
+        raise AssertionError("unreachable")
 
     def _official_screenshot(
         self,
@@ -643,8 +861,10 @@ class GuestClient:
             raise UnsupportedByGuestError("/health", f"guest lacks {capability!r}")
 
     def close(self) -> None:
-        """Close pooled connections."""
+        """Close pooled connections and delete the shared frame files."""
         self._session.close()
+        if self._frames is not None:
+            self._frames.close()
 
     def __enter__(self) -> GuestClient:
         return self
@@ -680,6 +900,28 @@ def _sorted_tree(node: dict[str, Any]) -> dict[str, Any]:
         return node
     children = sorted((_sorted_tree(c) for c in node["children"]), key=lambda c: c["name"])
     return {**node, "children": children}
+
+
+def _read_body(response: requests.Response) -> bytes:
+    """The whole body of a streamed response, in one read when its length is known.
+
+    Raises:
+        urllib3.exceptions.ProtocolError: the connection closed before the whole body arrived.
+    """
+    length = response.headers.get("Content-Length")
+    # An empty body too: reading 0 bytes would not end the response, and the kept-alive
+    # connection would be dropped rather than reused (a new TCP connection per frame).
+    if length in (None, "0") or response.headers.get("Content-Encoding"):
+        return response.content
+    expected = int(length)
+    # Reading exactly Content-Length bytes ends the response: urllib3 returns the kept-alive
+    # connection to the pool by itself.
+    data = response.raw.read(expected, decode_content=False)
+    if len(data) != expected:
+        raise urllib3.exceptions.ProtocolError(
+            f"connection closed after {len(data)} of {expected} bytes"
+        )
+    return data
 
 
 def _header_list(headers: Mapping[str, str], name: str) -> tuple[str, ...]:

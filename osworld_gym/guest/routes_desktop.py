@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from osworld_gym.guest import protocol
-from osworld_gym.guest.capture import ScreenshotOptions
+from osworld_gym.guest.capture import Screenshot, ScreenshotOptions, SegmentError, image_size
 from osworld_gym.guest.context import GuestContext
 from osworld_gym.guest.http import HTTPError, Request, Response, finite_number
 from osworld_gym.guest.routes_files import expand_path
@@ -28,6 +28,7 @@ CAPABILITIES = (
     "screenshot.resize",
     "screenshot.settle",
     "screenshot.settle_mode",
+    "screenshot.shm",
     "token",
     "run_bash_script.fixed",
     "open_file.timeout",
@@ -83,10 +84,20 @@ def _screenshot_options(query: dict[str, str]) -> ScreenshotOptions:
 
 
 def screenshot(ctx: GuestContext, request: Request) -> Response:
-    """``/screenshot``: PNG with the pointer drawn in; query options pick format, size, settle."""
+    """``/screenshot``: PNG with the pointer drawn in; query options pick format, size, settle.
+
+    ``shm=<path>`` (extension, raw only): write the RGB pixels into that shared-memory file
+    (see :class:`osworld_gym.guest.capture.FrameSegments`) and answer with headers only; the
+    ``X-Shm`` header names the file written. 409 when the file cannot take the frame.
+    """
     query = {} if ctx.config.official else request.query
+    options = _screenshot_options(query)
+    segment = query.get("shm")
     try:
-        shot = ctx.capture.screenshot(_screenshot_options(query))
+        if segment is None:
+            shot = ctx.capture.screenshot(options)
+        else:
+            shot = _screenshot_into(ctx, options, segment)
     except SettleUnavailableError as e:
         raise HTTPError(501, str(e)) from e
     headers = {
@@ -105,11 +116,26 @@ def screenshot(ctx: GuestContext, request: Request) -> Response:
         headers["X-Settle-Seen"] = ",".join(shot.settle_seen)
     if shot.content_type == "application/octet-stream":
         headers["X-Pixel-Format"] = "RGB"
+    if segment is not None:
+        headers["X-Shm"] = segment
+        headers["X-Shm-Bytes"] = str(shot.width * shot.height * 3)
     if not ctx.config.official:
         faults = ctx.desktop_faults()
         if faults:
             headers["X-Desktop-Faults"] = ",".join(faults)
     return Response(shot.data, content_type=shot.content_type, headers=headers)
+
+
+def _screenshot_into(ctx: GuestContext, options: ScreenshotOptions, segment: str) -> Screenshot:
+    """A raw screenshot written into the client's shared-memory file ``segment``."""
+    if options.format != "raw":
+        raise HTTPError(400, "shm needs format=raw")
+    width, height = image_size(ctx.capture.size, options.max_pixels)
+    try:
+        with ctx.capture.segments.mapped(segment, width * height * 3) as out:
+            return ctx.capture.screenshot(options, out=out)
+    except SegmentError as e:
+        raise HTTPError(409, str(e)) from e
 
 
 def actions(ctx: GuestContext, request: Request) -> Response:

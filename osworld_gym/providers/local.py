@@ -34,10 +34,12 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from Xlib.error import ConnectionClosedError, XError
 
 from osworld_gym.errors import DesktopDiedError, GuestError, ProviderError
+from osworld_gym.guest.capture import SEGMENT_PREFIX
 from osworld_gym.guest.client import ClientConfig
 from osworld_gym.providers import processes, sandbox
 from osworld_gym.providers.base import Desktop, Provider, ProviderConfig
@@ -51,6 +53,9 @@ logger = logging.getLogger(__name__)
 _LOG_TAIL_LINES = 15
 _HOST_TEMP = ("/tmp/", "/var/tmp/")  # where apps without a sandbox may leave sockets
 _AT_SPI_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
+# The host's tmpfs for shared memory: the frame files of desktops without a sandbox live in a
+# folder of their own there (a sandboxed guest has a private /dev/shm, reached through /proc).
+_SHM = Path("/dev/shm")
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,9 @@ class LocalProviderConfig(ProviderConfig):
         sudo_password: The password the desktop's ``sudo`` accepts (OSWorld's VM user's).
         reap_leftovers: Remove, when the provider starts, the desktops (processes and folders)
             and env folders that dead processes left in the temp folder and ``work_dir``.
+        shared_frames: Hand raw screenshots over through shared memory (files on a tmpfs that
+            the guest writes and the client reads, :class:`osworld_gym.guest.client.SharedFrames`)
+            instead of the guest's HTTP answer. False: over HTTP, as for a remote guest.
     """
 
     window_manager: tuple[str, ...] = ("openbox", "--sm-disable")
@@ -88,6 +96,7 @@ class LocalProviderConfig(ProviderConfig):
     sandbox: bool = True
     sudo_password: str = "password"
     reap_leftovers: bool = True
+    shared_frames: bool = True
 
 
 class LocalProvider(Provider):
@@ -106,10 +115,12 @@ class LocalProvider(Provider):
 
 
 def _sweep_folders(work_dir: str | None) -> list[Path]:
-    """Where desktops' and envs' folders are made: the temp folder and ``work_dir``."""
+    """Where desktops' and envs' folders are made: the temp folder, ``work_dir``, /dev/shm."""
     folders = [Path(tempfile.gettempdir())]
     if work_dir is not None:
         folders.append(Path(work_dir))
+    if _SHM.is_dir():
+        folders.append(_SHM)
     return list(dict.fromkeys(folders))
 
 
@@ -208,6 +219,213 @@ def _reap(proc: subprocess.Popen[bytes], timeout: float = 1.0) -> None:
         proc.wait()
 
 
+_SERVING_STATES = ("R", "S", "D")  # running or sleeping; not stopped ("T"), not a zombie
+_WM_ANSWER_SECONDS = 2.0  # a kept window manager that takes longer to answer is replaced
+_WM_PROBE_REPEAT = 0.05  # seconds between requests while a window manager does not answer
+# Root-window properties that a window manager keeps and a task can change (EWMH desktops).
+# (Not _NET_ACTIVE_WINDOW: openbox leaves it naming the last focused window after that one is
+# gone, whether kept or new; with no client left it names nothing that exists.)
+_WM_PROPERTIES = (
+    "_NET_NUMBER_OF_DESKTOPS",
+    "_NET_CURRENT_DESKTOP",
+    "_NET_SHOWING_DESKTOP",
+    "_NET_DESKTOP_NAMES",
+    "_NET_DESKTOP_LAYOUT",
+    "_NET_WORKAREA",
+    "_NET_CLIENT_LIST",
+)
+# Desktop settings a starting window manager takes over from the root window (openbox keeps the
+# desktops' number, names and the current one over its restarts): deleted before one starts on
+# a used X server, so it starts from its configuration, as on a new desktop.
+_INHERITED_PROPERTIES = (
+    "_NET_NUMBER_OF_DESKTOPS",
+    "_NET_CURRENT_DESKTOP",
+    "_NET_DESKTOP_NAMES",
+    "_NET_DESKTOP_LAYOUT",
+    "_NET_SHOWING_DESKTOP",
+    "_NET_ACTIVE_WINDOW",
+)
+
+
+@dataclass(frozen=True)
+class _WindowManagerState:
+    """What a window manager shows on the X server, compared to tell a kept one is fresh.
+
+    Attributes:
+        owner: The window that owns ``WM_S0``.
+        windows: Its own top-level windows (those of the owner's X client): frames, menus,
+            popups. Openbox makes new ones when it reconfigures.
+        properties: The root window's :data:`_WM_PROPERTIES` (absent, empty and 0 alike).
+        cursor_serial: XFixes serial of the cursor shown with the pointer over the root
+            (0 without XFixes).
+        shown: Windows mapped on screen (of any client).
+    """
+
+    owner: int
+    windows: tuple[int, ...]
+    properties: tuple[tuple[str, object], ...]
+    cursor_serial: int
+    shown: tuple[int, ...]
+
+
+def _selection_owner(conn: Any) -> int:
+    """The window owning ``WM_S0`` (the window manager's), 0 when none does."""
+    owner = conn.get_selection_owner(conn.intern_atom("WM_S0"))
+    return owner if isinstance(owner, int) else int(owner.id)  # X.NONE comes as 0
+
+
+def _property_value(conn: Any, window: Any, name: str) -> object:
+    from Xlib import X
+
+    prop = window.get_full_property(conn.intern_atom(name), X.AnyPropertyType)
+    if prop is None:
+        return ()
+    value = prop.value
+    if isinstance(value, (bytes, str)):
+        return value
+    values = tuple(int(v) for v in value)
+    return () if values in ((), (0,)) else values  # 0 and absent alike (desktop 0, not showing)
+
+
+def _read_window_manager(conn: Any) -> _WindowManagerState:
+    """The window manager's state as seen on ``conn``'s X server (see the class)."""
+    from Xlib import X
+
+    root = conn.screen().root
+    owner = _selection_owner(conn)
+    client = ~conn.display.info.resource_id_mask  # resource ids of one client share the rest
+    children = root.query_tree().children
+    windows = tuple(sorted(w.id for w in children if owner and (w.id & client) == (owner & client)))
+    width, height = conn.screen().width_in_pixels, conn.screen().height_in_pixels
+    shown = []
+    for window in children:
+        try:
+            if window.get_attributes().map_state != X.IsViewable:
+                continue
+            geometry = window.get_geometry()
+        except XError:  # destroyed meanwhile (its client just died): not shown
+            continue
+        if (
+            geometry.x < width
+            and geometry.y < height
+            and (geometry.x + geometry.width > 0 and geometry.y + geometry.height > 0)
+        ):
+            shown.append(window.id)
+    properties = tuple((name, _property_value(conn, root, name)) for name in _WM_PROPERTIES)
+    serial = 0
+    if conn.has_extension("XFIXES"):
+        conn.xfixes_query_version()
+        serial = int(conn.xfixes_get_cursor_image(root).cursor_serial)
+    return _WindowManagerState(owner, windows, properties, serial, tuple(sorted(shown)))
+
+
+def _window_manager_answers(conn: Any, deadline: float) -> bool:
+    """Whether the window manager handles a request before ``deadline``.
+
+    ``_NET_REQUEST_FRAME_EXTENTS`` on a window that is never mapped: the window manager sets
+    ``_NET_FRAME_EXTENTS`` on it, nothing is shown, and every event it got before is handled.
+    The request is sent again every :data:`_WM_PROBE_REPEAT` seconds: a window manager that
+    has just taken ``WM_S0`` may not listen on the root window yet, and misses it.
+    """
+    from Xlib import X
+    from Xlib.protocol import event
+
+    root = conn.screen().root
+    probe = root.create_window(0, 0, 1, 1, 0, X.CopyFromParent, event_mask=X.PropertyChangeMask)
+    extents = conn.intern_atom("_NET_FRAME_EXTENTS")
+    request = event.ClientMessage(
+        window=probe,
+        client_type=conn.intern_atom("_NET_REQUEST_FRAME_EXTENTS"),
+        data=(32, [0, 0, 0, 0, 0]),
+    )
+    mask = X.SubstructureRedirectMask | X.SubstructureNotifyMask
+    try:
+        resend = 0.0
+        while True:
+            now = time.monotonic()
+            if now >= resend:
+                root.send_event(request, event_mask=mask)
+                conn.flush()
+                resend = now + _WM_PROBE_REPEAT
+            while conn.pending_events():
+                e = conn.next_event()
+                if e.type == X.PropertyNotify and e.window.id == probe.id and e.atom == extents:
+                    return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            select.select([conn], [], [], min(remaining, max(resend - time.monotonic(), 0)))
+    finally:
+        probe.destroy()
+        conn.sync()
+
+
+def _grabs_free(conn: Any) -> bool:
+    """Whether no client holds the pointer or keyboard (our grabs succeed and are let go)."""
+    from Xlib import X
+
+    root = conn.screen().root
+    pointer = root.grab_pointer(
+        False, X.ButtonPressMask, X.GrabModeAsync, X.GrabModeAsync, X.NONE, X.NONE, X.CurrentTime
+    )
+    keyboard = root.grab_keyboard(False, X.GrabModeAsync, X.GrabModeAsync, X.CurrentTime)
+    conn.ungrab_pointer(X.CurrentTime)
+    conn.ungrab_keyboard(X.CurrentTime)
+    conn.sync()
+    return pointer == X.GrabSuccess and keyboard == X.GrabSuccess
+
+
+def _difference(fresh: _WindowManagerState, now: _WindowManagerState) -> str | None:
+    """How ``now`` differs from the ``fresh`` state, or None."""
+    if now.owner != fresh.owner:
+        return "another window manager owns WM_S0"
+    if now.windows != fresh.windows:
+        return "its windows changed (reconfigured, or a menu or popup was left)"
+    for (name, value), (_, was) in zip(now.properties, fresh.properties, strict=True):
+        if value != was:
+            return f"{name} is {value!r}, was {was!r}"
+    if now.cursor_serial != fresh.cursor_serial:
+        return "the root cursor changed (a busy cursor: a launch still pending)"
+    if now.shown != fresh.shown:
+        return f"windows still shown: {[hex(w) for w in set(now.shown) - set(fresh.shown)]}"
+    return None
+
+
+def _forget_desktop_settings(conn: Any) -> None:
+    """Delete the root properties a starting window manager would take over."""
+    root = conn.screen().root
+    for name in _INHERITED_PROPERTIES:
+        root.delete_property(conn.intern_atom(name))
+    conn.sync()
+
+
+def _reset_x_state(conn: Any) -> None:
+    """Release held keys and buttons, centre the pointer, clear the root background.
+
+    What :meth:`osworld_gym.guest.x11.X11Session.release_all` does, on the reset's connection:
+    an ``X11Session`` of its own costs ~10 ms of CPU (its keyboard-mapping scan).
+    """
+    from Xlib import X
+    from Xlib.ext import xtest
+
+    screen = conn.screen()
+    root = screen.root
+    for index, byte in enumerate(conn.query_keymap()):
+        for bit in range(8):
+            if byte & (1 << bit):
+                xtest.fake_input(conn, X.KeyRelease, index * 8 + bit)
+    mask = root.query_pointer().mask
+    for number, button in enumerate((X.Button1Mask, X.Button2Mask, X.Button3Mask), 1):
+        if mask & button:
+            xtest.fake_input(conn, X.ButtonRelease, number)
+    xtest.fake_input(
+        conn, X.MotionNotify, x=screen.width_in_pixels // 2, y=screen.height_in_pixels // 2
+    )
+    root.change_attributes(background_pixel=screen.black_pixel)
+    root.clear_area()
+    conn.sync()
+
+
 class LocalDesktop(Desktop):
     """One desktop on this host. Starts in the constructor; use :class:`LocalProvider`."""
 
@@ -219,6 +437,10 @@ class LocalDesktop(Desktop):
         self.marker = uuid.uuid4().hex
         self._bwrap = sandbox.require_bwrap() if config.sandbox else None
         self.root = processes.make_owned_folder(parent=config.work_dir, marker=self.marker)
+        # Shared frame files of a desktop without a sandbox (the host's /dev/shm is theirs).
+        self.frames_dir: Path | None = None
+        if config.shared_frames and not config.sandbox and os.access(_SHM, os.W_OK | os.X_OK):
+            self.frames_dir = processes.make_owned_folder(parent=_SHM, marker=self.marker)
         self.home = self.root / "home"
         # Apps' temp files: the sandbox's /tmp, or TMPDIR without a sandbox (see _env).
         self.tmp_dir = self.root / "tmp"
@@ -253,6 +475,8 @@ class LocalDesktop(Desktop):
         self._port = 0
         self._token = secrets.token_urlsafe(24) if config.use_token else None
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        # What the window manager showed when new (None until one runs).
+        self._wm_state: _WindowManagerState | None = None
         self._service_ports: list[PortReservation] = []
         # The sandbox's namespaces while its init runs (a list: the finalizer closes them).
         self._namespaces: list[sandbox.Namespaces] = []
@@ -262,7 +486,7 @@ class LocalDesktop(Desktop):
             _teardown,
             self.marker,
             self._procs,
-            (self.root, self.runtime_dir),
+            self._folders_to_remove(),
             self._reaper,
             self._service_ports,
             self._namespaces,
@@ -278,6 +502,11 @@ class LocalDesktop(Desktop):
 
     def __repr__(self) -> str:
         return f"LocalDesktop(display={self.display!r}, endpoint={self.endpoint!r})"
+
+    def _folders_to_remove(self) -> tuple[Path, ...]:
+        """The desktop's folders, which teardown (or the watchdog) deletes."""
+        extra = () if self.frames_dir is None else (self.frames_dir,)
+        return (self.root, self.runtime_dir, *extra)
 
     # --- Desktop interface ---------------------------------------------------------------
 
@@ -380,13 +609,34 @@ class LocalDesktop(Desktop):
             self._restart_everything()
 
     def _light_reset(self, xvfb: subprocess.Popen[bytes]) -> None:
-        """Kill apps, restore HOME, restart the session; keep Xvfb, the sandbox, a healthy guest."""
+        """Kill apps, restore HOME, restart the session.
+
+        Xvfb and the sandbox stay, as do a healthy guest and a window manager as fresh as a new
+        one.
+        """
+        from Xlib import display
+
+        # One X connection for the whole reset: python-xlib spends ~4 ms of CPU opening one.
+        conn = display.Display(self.display)
+        try:
+            self._light_reset_on(xvfb, conn)
+        finally:
+            conn.close()
+
+    def _light_reset_on(self, xvfb: subprocess.Popen[bytes], conn: Any) -> None:
         guest = self._procs.get("guest")
         keep = [xvfb.pid]
         if "sandbox" in self._procs:
             keep.extend(self._component_pids("sandbox"))
         if guest is not None and guest.poll() is None and self._guest_healthy():
             keep.extend(self._component_pids("guest"))
+        # A live window manager stays (a restart costs ~40-60 ms of its CPU, the X server's
+        # work for it and a sandbox start); _start_session checks that it is as fresh as a new
+        # one, else replaces it.
+        wm = self._component_pids("wm") if "wm" in self._procs else []
+        keep_wm = bool(wm) and self._window_manager_alive(conn, wm[-1])
+        if keep_wm:
+            keep.extend(wm)
         # SIGKILL after a zero grace: apps need no chance to save, HOME is restored next. Repeated
         # while processes remain: an app may fork while it is being stopped, and one that
         # outlived the reset would hold what the next task needs (Chromium's debugging port).
@@ -398,9 +648,11 @@ class LocalDesktop(Desktop):
             _reap(self._procs.pop(name))
         self._restore_home()
         self._empty_temp_folders()
+        if "guest" in self._procs and self._sandboxed("guest"):
+            self._empty_guest_shm()
         (self.state_dir / "guest" / "wallpaper").unlink(missing_ok=True)
-        self._reset_x_state()
-        self._start_session(restart_guest="guest" not in self._procs)
+        _reset_x_state(conn)
+        self._start_session(restart_guest="guest" not in self._procs, keep_wm=keep_wm, conn=conn)
 
     def _host_sockets(self, exclude: list[int]) -> set[str]:
         """Sockets the desktop's processes bound in the host's temp folders (no sandbox).
@@ -448,29 +700,6 @@ class LocalDesktop(Desktop):
         except GuestError:
             return False
         return True
-
-    def _reset_x_state(self) -> None:
-        """Release held keys and buttons, centre the pointer, clear the root background."""
-        from Xlib import display
-
-        from osworld_gym.guest.x11 import X11Session
-
-        session = X11Session(self.display)
-        try:
-            session.release_all()
-            width, height = session.screen_size()
-            session.move(width // 2, height // 2)
-            session.sync()
-        finally:
-            session.close()
-        conn = display.Display(self.display)
-        try:
-            root = conn.screen().root
-            root.change_attributes(background_pixel=conn.screen().black_pixel)
-            root.clear_area()
-            conn.sync()
-        finally:
-            conn.close()
 
     def _close_impl(self) -> None:
         self._finalizer()
@@ -560,8 +789,7 @@ class LocalDesktop(Desktop):
                 "-m",
                 "osworld_gym.providers.reaper",
                 self.marker,
-                str(self.root),
-                str(self.runtime_dir),
+                *map(str, self._folders_to_remove()),
                 f"--parent={os.getpid()}",
                 *sweep,
             ],
@@ -591,6 +819,26 @@ class LocalDesktop(Desktop):
                 if inside == "/tmp":
                     keep.add(Path(sandbox.X11_SOCKETS).name)
                 _empty_folder(folder, keep=tuple(keep))
+
+    def _empty_guest_shm(self) -> None:
+        """Empty the /dev/shm of a kept sandboxed guest, but for the shared frame files.
+
+        The apps the guest starts share it (Chromium leaves files there when killed); a new
+        guest gets an empty one of its own.
+        """
+        shm = Path(f"/proc/{self.component_pid('guest')}/root{_SHM}")
+        try:
+            entries = list(shm.iterdir())
+        except OSError as e:  # the guest is going away: its /dev/shm goes with it
+            logger.debug("cannot list %s: %s", shm, e)
+            return
+        for entry in entries:
+            if entry.name.startswith(SEGMENT_PREFIX):
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
 
     def _read_fd_line(self, name: str, fd: int, deadline: float) -> str:
         """Read the line a component writes to our pipe once it is ready (bounded)."""
@@ -685,15 +933,100 @@ class LocalDesktop(Desktop):
                 raise ProviderError(f"sandbox not ready in time\n{self._log_tail('sandbox')}")
             time.sleep(0.01)
 
-    def _start_session(self, *, restart_guest: bool = True) -> None:
-        """Start everything above the X server: session bus, a11y, window manager, guest."""
+    def _start_session(
+        self, *, restart_guest: bool = True, keep_wm: bool = False, conn: Any = None
+    ) -> None:
+        """Start everything above the X server: session bus, a11y, window manager, guest.
+
+        Args:
+            restart_guest: Start the guest (False: a healthy one was kept).
+            keep_wm: A window manager was kept running: keep it if it is as fresh as a new
+                one (:meth:`_window_manager_staleness`), else replace it.
+            conn: A connection to an X server that served an earlier session (a light
+                reset); None for a new X server.
+        """
+        from Xlib import display
+
         deadline = time.monotonic() + self.config.boot_timeout
         if self.config.accessibility and shutil.which("dbus-daemon"):
             self._start_dbus(deadline)
-        self._spawn("wm", list(self.config.window_manager))
-        self._wait_for_window_manager(deadline)
+        used = conn is not None
+        if conn is None:
+            conn = display.Display(self.display)
+        try:
+            if keep_wm:
+                stale = self._window_manager_staleness(conn, deadline)
+                if stale is not None:
+                    logger.info("%r: restarting the window manager: %s", self, stale)
+                    self._stop_window_manager()
+            if "wm" not in self._procs:
+                if used:
+                    _forget_desktop_settings(conn)
+                self._spawn("wm", list(self.config.window_manager))
+                self._wait_for_window_manager(conn, deadline)
+                self._wm_state = self._fresh_window_manager_state(conn, deadline)
+        finally:
+            if not used:
+                conn.close()
         if restart_guest:
             self._start_guest(deadline)
+
+    # --- keeping the window manager over a reset ------------------------------------------
+
+    def _keeps_window_manager(self) -> bool:
+        """Whether resets may keep the window manager: openbox, whose freshness is checkable.
+
+        A reconfigured openbox makes its own windows again, so a changed set of its windows
+        tells that it may run another configuration than the restored HOME's.
+        """
+        return Path(self.config.window_manager[0]).name == "openbox"
+
+    def _window_manager_alive(self, conn: Any, pid: int) -> bool:
+        """Whether the window manager (program ``pid``) runs, not stopped, and owns ``WM_S0``."""
+        proc = self._procs.get("wm")
+        return (
+            self._wm_state is not None
+            and self._keeps_window_manager()
+            and proc is not None
+            and proc.poll() is None
+            and processes.state(pid) in _SERVING_STATES
+            and _selection_owner(conn) == self._wm_state.owner
+        )
+
+    def _window_manager_staleness(self, conn: Any, deadline: float) -> str | None:
+        """Why the kept window manager is not as fresh as a new one; None when it is.
+
+        Checked after the apps are gone and the X input state is reset: it answers a request,
+        holds no grab (an open menu or window switcher), has the windows, desktops and root
+        cursor it had when new (a busy cursor would show a launch from the last episode), and
+        nothing is shown on screen. A difference can be events it has not handled yet (the X
+        server notices killed clients asynchronously): after another round trip through it,
+        the check is made once more.
+        """
+        assert self._wm_state is not None
+        budget = min(deadline, time.monotonic() + _WM_ANSWER_SECONDS)
+        why: str | None = None
+        for _ in range(2):
+            if not _window_manager_answers(conn, budget):
+                return "it does not answer"
+            if _grabs_free(conn):
+                why = _difference(self._wm_state, _read_window_manager(conn))
+            else:
+                why = "it holds a grab (a menu or the window switcher is open)"
+            if why is None:
+                return None
+        return why
+
+    def _fresh_window_manager_state(self, conn: Any, deadline: float) -> _WindowManagerState:
+        """What the window manager just started shows, once it handles requests."""
+        if not _window_manager_answers(conn, deadline):
+            raise ProviderError(f"window manager does not answer\n{self._log_tail('wm')}")
+        return _read_window_manager(conn)
+
+    def _stop_window_manager(self) -> None:
+        processes.terminate(self._component_pids("wm"), timeout=1.0)
+        _reap(self._procs.pop("wm"))
+        self._wm_state = None
 
     def _start_dbus(self, deadline: float) -> None:
         # A fixed socket path: a guest that survives a reset keeps a valid bus address.
@@ -713,24 +1046,17 @@ class LocalDesktop(Desktop):
             # Started before any app: Qt apps only export their tree if the bus already runs.
             self._spawn("atspi", [_AT_SPI_LAUNCHER, "--launch-immediately"])
 
-    def _wait_for_window_manager(self, deadline: float) -> None:
+    def _wait_for_window_manager(self, conn: Any, deadline: float) -> None:
         """Wait until a window manager owns the ``WM_S0`` selection (ICCCM).
 
         Root-window properties such as ``_NET_SUPPORTING_WM_CHECK`` outlive a killed window
         manager, so only the selection tells that the new one manages windows.
         """
-        from Xlib import X, display
-
-        conn = display.Display(self.display)
-        try:
-            selection = conn.intern_atom("WM_S0")
-            while conn.get_selection_owner(selection) == X.NONE:
-                self._check_impl()
-                if time.monotonic() >= deadline:
-                    raise ProviderError(f"window manager not ready in time\n{self._log_tail('wm')}")
-                time.sleep(0.02)
-        finally:
-            conn.close()
+        while not _selection_owner(conn):
+            self._check_impl()
+            if time.monotonic() >= deadline:
+                raise ProviderError(f"window manager not ready in time\n{self._log_tail('wm')}")
+            time.sleep(0.02)
 
     def _start_guest(self, deadline: float) -> None:
         """Start the guest, on its previous port when it had one (clients stay valid)."""
@@ -779,6 +1105,22 @@ class LocalDesktop(Desktop):
             time.sleep(0.02)
         self._port = int(port_file.read_text())
         self.client.wait_until_ready(max(deadline - time.monotonic(), 1.0))
+        self._share_frames()
+
+    def _share_frames(self) -> None:
+        """Point the client at the shared frame files of the guest just started.
+
+        A sandboxed guest's /dev/shm is a tmpfs of its own, which goes away with it; this
+        process reaches it through ``/proc/<guest>/root`` (the sandbox's user namespace is
+        ours). Without a sandbox the files live in :attr:`frames_dir`.
+        """
+        if not self.config.shared_frames or self.config.official_guest:
+            self.client.share_frames(None)
+        elif self._sandboxed("guest"):
+            root = f"/proc/{self.component_pid('guest')}/root"
+            self.client.share_frames(f"{root}{_SHM}", str(_SHM))
+        elif self.frames_dir is not None:
+            self.client.share_frames(str(self.frames_dir))
 
     def _log_tail(self, name: str) -> str:
         path = self.log_dir / f"{name}.log"

@@ -173,6 +173,15 @@ def kill_marked(marker: str, *, exclude: Iterable[int] = (), timeout: float = 5.
     return find_marked(marker, exclude=excluded)
 
 
+def state(pid: int) -> str | None:
+    """The scheduler state of ``pid`` (``"R"``, ``"S"``, ``"T"`` stopped, ...), None if gone.
+
+    A stopped process (``"T"``, or ``"t"`` under a tracer) is alive but serves no one.
+    """
+    fields = _stat_fields(pid)
+    return None if not fields else fields[0].decode("ascii", "replace")
+
+
 def wait_gone(pids: list[int], timeout: float, poll: float = 0.02) -> list[int]:
     """Wait until none of ``pids`` is alive or the deadline passes; return the living."""
     deadline = time.monotonic() + timeout
