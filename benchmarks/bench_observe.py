@@ -34,6 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench_guest import populate  # the same screen content as the guest benchmark
+
 from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
 
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -61,21 +63,6 @@ def cpu_between(before: dict[int, float], after: dict[int, float]) -> float:
     their CPU was the episode's (and their parents' "children" times would count it again).
     """
     return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
-
-
-def populate(client: Any) -> None:
-    """A terminal with text and a text editor: content for PNG and JPEG to compress."""
-    client.launch(
-        ["xterm", "-geometry", "120x50+0+0", "-e", "bash", "-c", "ls -laR /usr/share | head -400; "
-         "sleep 600"]
-    )  # fmt: skip
-    client.launch(["mousepad", "/usr/share/common-licenses/GPL-3"])
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if client.execute(["wmctrl", "-l"]).output.count("\n") >= 2:
-            break
-        time.sleep(0.2)
-    client.screenshot(settle=True, settle_timeout=5)
 
 
 def observe(desktop: Any, shot: Callable[[], Any], shots: int) -> dict[str, float]:
@@ -166,7 +153,7 @@ def measure_resets(desktop: Any, resets: int) -> dict[str, float]:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     config = LocalProviderConfig(screen_size=(args.width, args.height))
     with LocalProvider(config).launch() as desktop:
-        populate(desktop.client)
+        populate(desktop)
         observations = measure_observations(desktop, args.shots)
         resets = measure_resets(desktop, args.resets)
     return {"observations": observations, "resets": resets}

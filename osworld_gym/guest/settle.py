@@ -457,6 +457,11 @@ class EventSettler:
         wakeups = 0
         busy = BusyProcesses()
         stirred_at = 0.0
+
+        def stirs(sample: BusyProcesses, at: float) -> bool:
+            # Only early in the wait: later, an app's new timers would hold it to the timeout.
+            return bool(sample.stirring) and at - start <= STIR_WINDOW
+
         with self._cond:
             self._arm_requests += 1
             ticket = self._arm_requests
@@ -479,7 +484,7 @@ class EventSettler:
                     busy = self.processes.busy(now)
                     next_sample = now + interval
                     self._check_commit(now)
-                    if busy.stirring and now - start <= STIR_WINDOW:
+                    if stirs(busy, now):
                         stirred_at = now
                         seen.add(SIGNAL_STIR)
                 with self._cond:
@@ -505,11 +510,11 @@ class EventSettler:
                 if quiet_now:
                     # Look once more: a shell may have forked the app a moment ago.
                     busy = self.processes.busy(now)
-                    if not busy and not (busy.stirring and now - start <= STIR_WINDOW):
-                        return SettleResult(True, "quiet", (), tuple(sorted(seen)), wakeups)
-                    if busy.stirring and now - start <= STIR_WINDOW:
+                    if stirs(busy, now):
                         stirred_at = now
                         seen.add(SIGNAL_STIR)
+                    elif not busy:
+                        return SettleResult(True, "quiet", (), tuple(sorted(seen)), wakeups)
                     seen.update(self._pending(now, busy))
                     next_sample = now + interval
                     continue
