@@ -475,6 +475,9 @@ class LocalDesktop(Desktop):
         self._port = 0
         self._token = secrets.token_urlsafe(24) if config.use_token else None
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        # Each sandboxed component's bwrap chain, (PID, start time) outermost first, once it
+        # reached the program: finding it walks every process on the host, twice.
+        self._chains: dict[str, list[tuple[int, str | None]]] = {}
         # What the window manager showed when new (None until one runs).
         self._wm_state: _WindowManagerState | None = None
         self._service_ports: list[PortReservation] = []
@@ -569,9 +572,26 @@ class LocalDesktop(Desktop):
         return self._component_pids(component)[-1]
 
     def _component_pids(self, component: str) -> list[int]:
-        """The component's process and, when sandboxed, the ``bwrap`` processes that carry it."""
+        """The component's process and, when sandboxed, the ``bwrap`` processes that carry it.
+
+        A complete chain is remembered while every process in it runs (checked by PID and
+        start time, so a reused PID never passes): each reset asks for three chains, and a
+        walk scans every process on the host, a cost that grows with the desktops.
+        """
         pid = self._procs[component].pid
-        return processes.sandbox_chain(pid) if self._sandboxed(component) else [pid]
+        if not self._sandboxed(component):
+            return [pid]
+        cached = self._chains.get(component)
+        if (
+            cached
+            and cached[0][0] == pid
+            and all(processes.still_running(p, started) for p, started in cached)
+        ):
+            return [p for p, _ in cached]
+        chain = processes.sandbox_chain(pid)
+        if len(chain) > 1 and processes.command_name(chain[-1]) != b"bwrap":
+            self._chains[component] = [(p, processes.start_time(p)) for p in chain]
+        return chain
 
     def _sandboxed(self, component: str) -> bool:
         return self._bwrap is not None and component != "xvfb"
@@ -960,6 +980,7 @@ class LocalDesktop(Desktop):
                     logger.info("%r: restarting the window manager: %s", self, stale)
                     self._stop_window_manager()
             if "wm" not in self._procs:
+                self._wait_for_selection_released(conn, deadline)
                 if used:
                     _forget_desktop_settings(conn)
                 self._spawn("wm", list(self.config.window_manager))
@@ -1045,6 +1066,18 @@ class LocalDesktop(Desktop):
         if os.access(_AT_SPI_LAUNCHER, os.X_OK):
             # Started before any app: Qt apps only export their tree if the bus already runs.
             self._spawn("atspi", [_AT_SPI_LAUNCHER, "--launch-immediately"])
+
+    def _wait_for_selection_released(self, conn: Any, deadline: float) -> None:
+        """Wait until no window manager owns ``WM_S0``: the one just killed let it go.
+
+        The X server releases a dead client's selection once it has seen the connection
+        close, a moment after the process is gone; a new window manager's wait for the
+        selection would otherwise end at once, on the old owner.
+        """
+        while _selection_owner(conn):
+            if time.monotonic() >= deadline:
+                raise ProviderError("the window manager's selection (WM_S0) was never released")
+            time.sleep(0.005)
 
     def _wait_for_window_manager(self, conn: Any, deadline: float) -> None:
         """Wait until a window manager owns the ``WM_S0`` selection (ICCCM).

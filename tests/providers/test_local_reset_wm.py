@@ -15,6 +15,7 @@ from desktop_helpers import SMALL_SCREEN, launch_desktop, wait_until
 from Xlib import X, display
 
 from osworld_gym.guest.capture import SEGMENT_PREFIX
+from osworld_gym.providers import processes
 from osworld_gym.providers.local import LocalDesktop
 
 pytestmark = pytest.mark.desktop
@@ -92,6 +93,25 @@ def test_a_kept_window_manager_still_manages_with_its_configuration(
     _xterm(desktop, "maximized")
     state = desktop.client.execute(["xprop", "-name", "maximized", "_NET_WM_STATE"]).output
     assert "_NET_WM_STATE_MAXIMIZED_VERT" in state and "_NET_WM_STATE_MAXIMIZED_HORZ" in state
+
+
+def test_kept_components_are_not_searched_for_again(
+    wm_desktop: LocalDesktop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reset that keeps the guest and the window manager walks no sandbox chain.
+
+    A walk scans every process on the host, so resets of many desktops would each pay for all.
+    """
+    desktop = wm_desktop
+    desktop.reset()
+    kept = {c: desktop.component_pid(c) for c in ("wm", "guest")}
+    assert desktop._bwrap is not None  # noqa: SLF001 -- the sandboxed case is the one cached
+    walks: list[int] = []
+    walk = processes.sandbox_chain
+    monkeypatch.setattr(processes, "sandbox_chain", lambda pid: walks.append(pid) or walk(pid))
+    desktop.reset()
+    assert {c: desktop.component_pid(c) for c in ("wm", "guest")} == kept
+    assert walks == []
 
 
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGSTOP], ids=["killed", "stopped"])

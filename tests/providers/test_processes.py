@@ -79,3 +79,15 @@ def _full_tree(shell: subprocess.Popen[bytes]) -> list[int]:
 def _environ(pid: int) -> bytes:
     with open(f"/proc/{pid}/environ", "rb") as f:
         return f.read()
+
+
+def test_still_running_tells_the_same_process_from_a_zombie_or_a_reused_pid() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    started = processes.start_time(child.pid)
+    assert started is not None and processes.still_running(child.pid, started)
+    assert not processes.still_running(child.pid, str(int(started) + 1))  # another start
+    child.kill()
+    wait_until(lambda: processes.state(child.pid) == "Z", message="a zombie")
+    assert not processes.still_running(child.pid, started)  # not reaped yet, but gone
+    child.wait(timeout=5)
+    assert not processes.still_running(child.pid, started)
