@@ -346,7 +346,8 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         if mode == "events" and "screenshot.settle_mode" not in client.info().capabilities:
             mode = "poll"  # OSWorld's own guest, or an image older than the events mode
         shot = client.screenshot(
-            format="raw",
+            format=self.config.frame_format,
+            quality=self.config.frame_quality,
             settle=self.config.settle,
             settle_timeout=self.config.settle_timeout,
             settle_quiet=self.config.quiet(mode, reset=reset),

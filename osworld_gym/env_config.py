@@ -17,6 +17,7 @@ EVALUATION_MODES = ("osworld", "fixed")
 SETTLE_MODES = ("poll", "events")
 # Quiet periods per settle mode: the events mode knows when work is pending, so tens of
 # milliseconds of stillness are enough; polling frames needs longer to cover silent work.
+FRAME_FORMATS = ("raw", "png", "jpeg")
 SETTLE_QUIET = {"events": 0.03, "poll": 0.2}
 RESET_SETTLE_QUIET = {"events": 0.1, "poll": 0.6}
 
@@ -51,6 +52,13 @@ class EnvConfig:
         reset_settle_quiet: The same as ``settle_quiet`` for the first observation after a
             reset (apps that the setup just started draw in phases); None: the mode's default
             (``RESET_SETTLE_QUIET``).
+        frame_format: How each observation's frame travels from the guest: ``"raw"`` RGB
+            (default: no encoding on either side; through shared memory on a local desktop),
+            ``"png"`` (lossless, for desktops across a network, e.g. ``remote`` guests: a
+            1080p desktop's frame is ~6 MB raw, ~0.1-0.5 MB as PNG, for ~20 ms of guest CPU)
+            or ``"jpeg"`` (lossy, fewest bytes: the observation then carries JPEG's artefacts).
+            ``frame_quality`` is the JPEG quality.
+        frame_quality: JPEG quality of ``frame_format="jpeg"`` (1-100).
         accessibility_tree: Add OSWorld's XML accessibility tree to observations (costly:
             0.1-10 s a step depending on the apps).
         wait_seconds: Seconds a WAIT action without a length waits.
@@ -76,6 +84,8 @@ class EnvConfig:
     settle_mode: str = "events"
     settle_launch_timeout: float = 30.0
     reset_settle_quiet: float | None = None
+    frame_format: str = "raw"
+    frame_quality: int = 85
     accessibility_tree: bool = False
     wait_seconds: float = 1.0
     max_wait_seconds: float = 10.0
@@ -97,6 +107,12 @@ class EnvConfig:
             )
         if self.settle_mode not in SETTLE_MODES:
             raise ValueError(f"settle_mode must be one of {SETTLE_MODES}, got {self.settle_mode!r}")
+        if self.frame_format not in FRAME_FORMATS:
+            raise ValueError(
+                f"frame_format must be one of {FRAME_FORMATS}, got {self.frame_format!r}"
+            )
+        if not 1 <= self.frame_quality <= 100:
+            raise ValueError(f"frame_quality must be in [1, 100], got {self.frame_quality}")
         if not 0 < self.settle_timeout <= 60:
             raise ValueError(f"settle_timeout must be in (0, 60], got {self.settle_timeout}")
         if not self.settle_timeout <= self.settle_launch_timeout <= 120:

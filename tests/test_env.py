@@ -128,6 +128,27 @@ def test_settle_settings_are_checked_and_resolved_per_mode() -> None:
             EnvConfig(**bad)
 
 
+@pytest.mark.parametrize("frame_format", ["png", "jpeg"])
+def test_encoded_frames_observe_the_same_screen(frame_format: str) -> None:
+    # Desktops across a network take encoded frames: PNG is the raw frame exactly, JPEG close.
+    with make_env(tasks=[STILL], frame_format=frame_format, frame_quality=90) as encoded:
+        obs, _ = encoded.reset()
+        raw = encoded._desktop.client.screenshot(format="raw").to_array()  # noqa: SLF001
+    assert obs["screenshot"].shape == raw.shape
+    error = np.abs(obs["screenshot"].astype(np.int16) - raw).mean()
+    if frame_format == "png":
+        assert error == 0
+    else:
+        assert 0 < error < 3
+
+
+def test_frame_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="frame_format must be one of"):
+        EnvConfig(frame_format="webp")
+    with pytest.raises(ValueError, match="frame_quality"):
+        EnvConfig(frame_quality=0)
+
+
 def test_doing_nothing_scores_zero_with_fail_replacement(env: OSWorldEnv) -> None:
     env.reset(options={"task_id": "write-hello"})
     for _ in (1, 2):
