@@ -56,14 +56,14 @@ def baseline_scores(
     agent = rollout_agent(policy, config, iteration=0, rank=ctx.rank)
     local: dict[str, list[float | None]] = {}
     with make_pool(config, agent) as pool:
-        groups, _ = collect_groups(
+        groups = collect_groups(
             pool,
             agent,
             shard(list(task_ids), ctx),
             group_size=rollouts,
             seed=derive_seed(config.seed, "baseline", ctx.rank),
             max_policy_batch=config.policy_batch_size,
-        )
+        ).groups
     for group in groups:
         local[group.task_id] = [
             None if t.infra_error or t.score is None else float(t.score) for t in group.trajectories

@@ -56,14 +56,14 @@ def evaluate(
     sums.add("eval/unscored_frac", 0.0, weight=0.0)
     if local:
         agent = eval_agent(policy, config)
-        groups, _ = collect_groups(
+        groups = collect_groups(
             pool,
             agent,
             local,
             group_size=config.eval_rollouts,
             seed=derive_seed(config.eval_seed, "env", ctx.rank),
             max_policy_batch=config.policy_batch_size,
-        )
+        ).groups
         for trajectory in (t for g in groups for t in g.trajectories):
             logger.debug(
                 "eval %s: score %s, %d step(s)",

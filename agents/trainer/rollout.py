@@ -15,7 +15,7 @@ import hashlib
 import importlib
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from osworld_agents.arpo import is_trainable, trajectory_rewards
@@ -26,12 +26,20 @@ from osworld_agents.trainer.distributed import DistContext, all_reduce_sum
 from osworld_agents.uitars import UITARSAgent, UITARSConfig
 from osworld_agents.uitars.agent import EVALUATION_SAMPLING, TRAINING_SAMPLING
 
-from osworld_gym.pool import CollectorConfig, EnvPool, EnvSpec, RolloutCollector, TrajectoryGroup
+from osworld_gym.pool import (
+    CollectionStats,
+    CollectorConfig,
+    EnvPool,
+    EnvSpec,
+    RolloutCollector,
+    TrajectoryGroup,
+)
 from osworld_gym.pool.policy import Policy
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "Collection",
     "collect_groups",
     "derive_seed",
     "drop_untrainable",
@@ -122,6 +130,16 @@ def load_demo_policy(reference: str) -> Policy:
     return target() if isinstance(target, type) else target
 
 
+class Collection(NamedTuple):
+    """What one :func:`collect_groups` call brought back."""
+
+    groups: list[TrajectoryGroup]
+    requeued: int
+    """Episodes re-run after infrastructure faults."""
+    stats: CollectionStats
+    """Utilization, occupancy and counts of the collection."""
+
+
 def collect_groups(
     pool: EnvPool,
     policy: Policy,
@@ -130,7 +148,7 @@ def collect_groups(
     group_size: int | Sequence[int],
     seed: int,
     max_policy_batch: int | None,
-) -> tuple[list[TrajectoryGroup], int]:
+) -> Collection:
     """Run ``group_size`` episodes of every task; return the groups in task order.
 
     ``group_size`` is one number for every task, or one per task (DART's budgets).
@@ -139,7 +157,8 @@ def collect_groups(
     mini-batches, replay draws) independent of the envs' timing.
 
     Returns:
-        The groups and the number of episodes re-run after infrastructure faults.
+        The groups, the episodes re-run after infrastructure faults, and where the desktops'
+        time went.
     """
     # The trainer's agents generate in process, one batch at a time under the engine's lock:
     # more calls in flight would only queue in smaller batches, while one call in flight lets
@@ -158,7 +177,7 @@ def collect_groups(
     groups = collector.collect(list(tasks), sizes)
     position = {task: i for i, task in reversed(list(enumerate(tasks)))}
     groups.sort(key=lambda g: position[g.task_id])
-    return groups, collector.requeued
+    return Collection(groups, collector.requeued, collector.stats)
 
 
 def drop_untrainable(groups: Sequence[TrajectoryGroup]) -> tuple[list[TrajectoryGroup], int]:

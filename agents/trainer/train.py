@@ -299,7 +299,7 @@ def main(config: TrainConfig) -> TrainResult:
             # 1. rollouts: this rank's share of the tasks, whole groups, in task order
             tasks = shard(schedule.next(), ctx)
             agent = rollout_agent(policy, config, iteration=iteration, rank=ctx.rank)
-            groups, requeued = collect_groups(
+            groups, requeued, collection = collect_groups(
                 pool,
                 demo or agent,
                 tasks,
@@ -309,6 +309,9 @@ def main(config: TrainConfig) -> TrainResult:
             )
             sums.add("timing/rollout", time.perf_counter() - timer)
             sums.count("rollout/requeued", requeued)
+            # Where the desktops' time went (acting or observed, vs waiting for the policy).
+            for key in ("utilization", "occupancy", "episodes_per_minute", "mean_policy_batch"):
+                sums.add(f"rollout/{key}", getattr(collection, key))
 
             # 2. rewards: only episodes that ran to a scored end can be trained on
             groups, dropped = drop_untrainable(groups)

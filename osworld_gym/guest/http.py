@@ -229,9 +229,12 @@ def _add_part(part: bytes, fields: dict[str, str], files: dict[str, UploadedFile
 
 @dataclass
 class Response:
-    """What a route returns: a status, a body and headers."""
+    """What a route returns: a status, a body and headers.
 
-    body: bytes
+    ``body`` may be a ``memoryview`` (a raw screenshot's pixels), written out without a copy.
+    """
+
+    body: bytes | memoryview
     status: int = 200
     content_type: str = "text/plain; charset=utf-8"
     headers: dict[str, str] = field(default_factory=dict)

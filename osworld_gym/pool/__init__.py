@@ -12,7 +12,7 @@ Ray is imported only when the Ray backend is used.
 
 from __future__ import annotations
 
-from osworld_gym.pool.collector import CollectorConfig, RolloutCollector
+from osworld_gym.pool.collector import CollectionStats, CollectorConfig, RolloutCollector
 from osworld_gym.pool.config import EnvFactory, EnvSpec, PoolConfig, RayBackendConfig
 from osworld_gym.pool.lockstep import LockstepCollector
 from osworld_gym.pool.policy import Policy, PolicyOutput, PolicyRequest
@@ -29,6 +29,7 @@ from osworld_gym.pool.trajectory import (
 from osworld_gym.pool.vector import PoolVectorEnv
 
 __all__ = [
+    "CollectionStats",
     "CollectorConfig",
     "Command",
     "EnvFactory",

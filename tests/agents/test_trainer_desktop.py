@@ -75,6 +75,9 @@ def test_arpo_iteration_on_desktops_then_resume(
     assert record["rollout/episode_steps"] >= 1
     assert record["rollout/parse_error_rate"] > 0  # an untrained model's text rarely parses
     assert record["losses/grad_norm"] >= 0 and "timing/rollout" in record
+    # The desktops were busy part of the collection, and waited for the in-process model too.
+    assert 0 < record["rollout/utilization"] < record["rollout/occupancy"] <= 1.0 + 1e-9
+    assert record["rollout/episodes_per_minute"] > 0
     assert (first.checkpoint / "model" / "model.safetensors").is_file()
     assert desktop_processes(work_dir) == []  # the pool stopped its desktops
 
