@@ -379,14 +379,17 @@ def _difference(fresh: _WindowManagerState, now: _WindowManagerState) -> str | N
     """How ``now`` differs from the ``fresh`` state, or None."""
     if now.owner != fresh.owner:
         return "another window manager owns WM_S0"
-    if now.windows != fresh.windows:
+    # Windows it destroyed since are no sign of staleness: openbox drops a window of its
+    # startup moments after it first answers. New ones are: a menu or popup left open, or a
+    # reconfiguration, which recreates its windows.
+    if not set(now.windows) <= set(fresh.windows):
         return "its windows changed (reconfigured, or a menu or popup was left)"
     for (name, value), (_, was) in zip(now.properties, fresh.properties, strict=True):
         if value != was:
             return f"{name} is {value!r}, was {was!r}"
     if now.cursor_serial != fresh.cursor_serial:
         return "the root cursor changed (a busy cursor: a launch still pending)"
-    if now.shown != fresh.shown:
+    if not set(now.shown) <= set(fresh.shown):
         return f"windows still shown: {[hex(w) for w in set(now.shown) - set(fresh.shown)]}"
     return None
 
@@ -1039,10 +1042,20 @@ class LocalDesktop(Desktop):
         return why
 
     def _fresh_window_manager_state(self, conn: Any, deadline: float) -> _WindowManagerState:
-        """What the window manager just started shows, once it handles requests."""
-        if not _window_manager_answers(conn, deadline):
-            raise ProviderError(f"window manager does not answer\n{self._log_tail('wm')}")
-        return _read_window_manager(conn)
+        """What the window manager just started shows, once it handles requests.
+
+        An EWMH window manager publishes its desktops while it starts; until the count is on
+        the root window it is read again after another round trip (bounded), so a state taken
+        mid-start is not what later resets compare with.
+        """
+        budget = min(deadline, time.monotonic() + _WM_ANSWER_SECONDS)
+        while True:
+            if not _window_manager_answers(conn, deadline):
+                raise ProviderError(f"window manager does not answer\n{self._log_tail('wm')}")
+            state = _read_window_manager(conn)
+            desktops = dict(state.properties).get("_NET_NUMBER_OF_DESKTOPS")
+            if desktops or time.monotonic() >= budget:
+                return state
 
     def _stop_window_manager(self) -> None:
         processes.terminate(self._component_pids("wm"), timeout=1.0)
