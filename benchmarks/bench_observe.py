@@ -1,7 +1,7 @@
 """Observation and local reset costs on one local desktop, before and after (issue 20).
 
     flock /tmp/osworld-bench.lock python benchmarks/bench_observe.py \\
-        [--shots 100] [--resets 20] [--width 1920 --height 1080] [--baseline REV]
+        [--shots 100] [--resets 20] [--steps 60] [--width 1920 --height 1080] [--baseline REV]
 
 Measured on a desktop with a terminal and a text editor open:
 
@@ -13,7 +13,10 @@ Measured on a desktop with a terminal and a text editor open:
 * per local reset after a dirty episode (a terminal opened): wall time, the driver's CPU, the
   CPU of the driver and desktop together (the desktop's processes alive after the reset, a new
   window manager included, and what the driver reaped), and how often the window manager was
-  kept.
+  kept;
+* per ``env.step`` (``gym.make("OSWorld-v0")`` with its defaults at that revision: a command
+  typed into a terminal, the settle wait, the observation): the driver's, guest's and X
+  server's CPU per step and the latency. This is the issue's "guest CPU per step at 1080p".
 
 ``--baseline REV`` runs the same measurements on git revision REV's code (``git archive`` into a
 temp folder, run in a subprocess with that tree first on ``PYTHONPATH``, its guest included) and
@@ -150,13 +153,77 @@ def measure_resets(desktop: Any, resets: int) -> dict[str, float]:
     }
 
 
+TERMINAL_TASK = {
+    "id": "bench-terminal",
+    "instruction": "Type into the terminal.",
+    "config": [
+        {"type": "launch", "parameters": {"command": ["xterm", "-title", "bench-terminal"]}},
+        {
+            "type": "execute",
+            "parameters": {
+                "command": "wmctrl -l | grep -q bench-terminal",
+                "shell": True,
+                "until": {"returncode": 0},
+            },
+        },
+        {"type": "activate_window", "parameters": {"window_name": "bench-terminal"}},
+    ],
+    "evaluator": {"func": "infeasible"},
+}
+
+
+def measure_steps(args: argparse.Namespace) -> dict[str, float]:
+    """``env.step`` with the env's defaults: a command typed into a terminal, then observed.
+
+    What an agent's step costs on each side: the action, the settle wait and the observation
+    as the env asks for them (settle mode, frame transport) at this revision. CPU is summed
+    over all steps (clock ticks) and divided.
+    """
+    import gymnasium as gym
+
+    import osworld_gym  # noqa: F401 -- registers the env ids
+    from osworld_gym.actions import TypeText
+
+    screen = (args.width, args.height)
+    env = gym.make(
+        "OSWorld-v0",
+        tasks=[TERMINAL_TASK],
+        action_format="structured",
+        screen_size=screen,
+        max_steps=args.steps + 1,
+        provider=LocalProviderConfig(screen_size=screen),
+    ).unwrapped
+    try:
+        env.reset(options={"task_id": TERMINAL_TASK["id"]})
+        desktop = env._desktop  # noqa: SLF001 -- the benchmark reads its processes' CPU
+        guest, xvfb = desktop.component_pid("guest"), desktop.component_pid("xvfb")
+        latencies = []
+        g0, x0, d0 = proc_cpu(guest), proc_cpu(xvfb), time.process_time()
+        for i in range(args.steps):
+            start = time.perf_counter()
+            env.step(TypeText(text=f"echo step {i}\n"))
+            latencies.append(time.perf_counter() - start)
+        d1, g1, x1 = time.process_time(), proc_cpu(guest), proc_cpu(xvfb)
+    finally:
+        env.close()
+    latencies.sort()
+    return {
+        "driver_ms": (d1 - d0) / args.steps * 1000,
+        "guest_ms": (g1 - g0) / args.steps * 1000,
+        "xserver_ms": (x1 - x0) / args.steps * 1000,
+        "latency_ms": statistics.median(latencies) * 1000,
+        "p90_ms": latencies[int(len(latencies) * 0.9)] * 1000,
+    }
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     config = LocalProviderConfig(screen_size=(args.width, args.height))
     with LocalProvider(config).launch() as desktop:
         populate(desktop)
         observations = measure_observations(desktop, args.shots)
         resets = measure_resets(desktop, args.resets)
-    return {"observations": observations, "resets": resets}
+    steps = measure_steps(args) if args.steps else {}
+    return {"observations": observations, "resets": resets, "steps": steps}
 
 
 def run_baseline(args: argparse.Namespace) -> dict[str, Any]:
@@ -174,6 +241,7 @@ def run_baseline(args: argparse.Namespace) -> dict[str, Any]:
         command = [
             sys.executable, __file__, "--json-out", str(out), "--shots", str(args.shots),
             "--resets", str(args.resets), "--width", str(args.width), "--height", str(args.height),
+            "--steps", str(args.steps),
         ]  # fmt: skip
         # From the temp folder: the current checkout must not shadow the baseline's package.
         subprocess.run(command, env=env, cwd=folder, check=True)
@@ -211,12 +279,27 @@ def report(after: dict[str, Any], before: dict[str, Any] | None, label: str) -> 
         old, new = before["resets"], after["resets"]
         ratios = "".join(f"{_ratio(new[m], old[m]):>14}" for m in metrics[:3])
         print(f"{'after/before':<26}{ratios}")
+    if not after.get("steps"):
+        return
+    print()
+    print("env.step: a command typed into a terminal, settled and observed with the env's defaults")
+    metrics = ("driver_ms", "guest_ms", "xserver_ms", "latency_ms", "p90_ms")
+    print(f"{'':<26}" + "".join(f"{m:>12}" for m in metrics))
+    rows = [("after", after["steps"])]
+    if before is not None and before.get("steps"):
+        rows.insert(0, ("before", before["steps"]))
+    for name, row in rows:
+        print(f"{name:<26}" + "".join(f"{row[m]:12.2f}" for m in metrics))
+    if len(rows) == 2:
+        old, new = rows[0][1], rows[1][1]
+        print(f"{'after/before':<26}" + "".join(f"{_ratio(new[m], old[m]):>12}" for m in metrics))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--shots", type=int, default=100)
     parser.add_argument("--resets", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=60, help="env steps (0: skip them)")
     parser.add_argument("--width", type=int, default=1920)
     parser.add_argument("--height", type=int, default=1080)
     parser.add_argument("--baseline", help="git revision to compare with (e.g. HEAD)")
