@@ -479,7 +479,7 @@ class LocalDesktop(Desktop):
         self._token = secrets.token_urlsafe(24) if config.use_token else None
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         # Each sandboxed component's bwrap chain, (PID, start time) outermost first, once it
-        # reached the program: finding it walks every process on the host, twice.
+        # reached the program: finding it scans every process on the host for each link.
         self._chains: dict[str, list[tuple[int, str | None]]] = {}
         # What the window manager showed when new (None until one runs).
         self._wm_state: _WindowManagerState | None = None
