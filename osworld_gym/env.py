@@ -121,7 +121,13 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         self.action_space = (
             StructuredActionSpace(screen_size=self.config.screen_size)
             if self.config.action_format == "structured"
-            else TextActionSpace(dialect=None)
+            # Samples are valid actions in the env's dialect (written for its parser options),
+            # so ``env.action_space.sample()`` drives the desktop instead of failing to parse.
+            else TextActionSpace(
+                dialect=self.config.action_format,
+                screen_size=self.config.screen_size,
+                dialect_options=dict(self.config.dialect_options),
+            )
         )
         self._desktop: Desktop | None = None
         self._healthy = False

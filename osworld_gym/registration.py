@@ -11,6 +11,10 @@ wrapper without the data it compares the first ``step`` with, and every later ``
 raises ``TypeError`` while the step still runs on the desktop. The env passes Gymnasium's full
 ``check_env`` in the test suite; ``gym.make(..., disable_env_checker=False)`` restores the
 wrapper.
+
+Each id's kwargs spell out the env's defaults (provider, tasks, dialect, step limit, screen),
+so ``gym.spec("OSWorld-v0").pprint()`` and ``env.spec`` show what a plain ``gym.make`` runs and
+which names to override; a test keeps them equal to :class:`~osworld_gym.env.OSWorldEnv`'s.
 """
 
 from __future__ import annotations
@@ -18,6 +22,14 @@ from __future__ import annotations
 import gymnasium as gym
 
 ENV_IDS = {"OSWorld-v0": False, "OSWorld-Hard-v0": True}  # id -> Hard mode
+# OSWorldEnv's defaults, written out here so registering stays free of the env's imports.
+DEFAULT_KWARGS = {
+    "provider": "local",
+    "tasks": "desktop-basics",
+    "action_format": "uitars",
+    "max_steps": 15,
+    "screen_size": (1920, 1080),
+}
 
 
 def register_envs() -> None:
@@ -28,7 +40,7 @@ def register_envs() -> None:
         gym.register(
             id=env_id,
             entry_point="osworld_gym.env:OSWorldEnv",
-            kwargs={"hard": hard},
+            kwargs={**DEFAULT_KWARGS, "hard": hard},
             nondeterministic=True,
             disable_env_checker=True,  # see the module doc
         )

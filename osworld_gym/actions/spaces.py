@@ -9,10 +9,11 @@ makes ``env.action_space.sample()`` drive a desktop meaningfully.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import multiprocessing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,13 @@ _SAMPLE_ALPHABET = (
 _TEXT_DIALECTS = (None, "uitars", "pyautogui", "computer_13", "structured")
 _SAMPLE_MAX_LEN = 64
 _NAMED_KEYS = tuple(k for k in KEY_NAMES if len(k) > 1)
+# The UI-TARS parser's options that also shape how an action is written (the coordinate system
+# and image grid); the others (e.g. how strictly to read) do not change the text to write.
+_UITARS_RENDER_OPTIONS = frozenset(inspect.signature(render.to_uitars).parameters) - {
+    "actions",
+    "screen_size",
+    "thought",
+}
 
 
 def _random_text(rng: np.random.Generator, low: int, high: int) -> str:
@@ -161,6 +169,9 @@ class TextActionSpace(spaces.Space[str]):
         dialect: When set (``"uitars"``, ``"pyautogui"``, ``"computer_13"``, ``"structured"``),
             samples are random valid actions rendered in that dialect; otherwise random text.
         screen_size: ``(width, height)`` for sampled actions.
+        dialect_options: The dialect parser's options (e.g. UI-TARS ``coordinates``,
+            ``min_pixels``/``max_pixels``): samples are written so that parsing them with the
+            same options gives the sampled action back.
         seed: Seed of the sampling generator.
 
     Example:
@@ -177,6 +188,7 @@ class TextActionSpace(spaces.Space[str]):
         min_length: int = 0,
         dialect: str | None = None,
         screen_size: ScreenSize = (1920, 1080),
+        dialect_options: Mapping[str, Any] | Sequence[tuple[str, Any]] = (),
         seed: int | np.random.Generator | None = None,
     ) -> None:
         if not 0 <= min_length <= max_length:
@@ -185,6 +197,7 @@ class TextActionSpace(spaces.Space[str]):
             raise ValueError(f"dialect must be one of {_TEXT_DIALECTS}, got {dialect!r}")
         self.max_length, self.min_length, self.dialect = max_length, min_length, dialect
         self.screen_size = (int(screen_size[0]), int(screen_size[1]))
+        self.dialect_options = dict(dialect_options)
         super().__init__(None, str, seed)
 
     @property
@@ -209,16 +222,20 @@ class TextActionSpace(spaces.Space[str]):
             high = max(self.min_length, min(self.max_length, _SAMPLE_MAX_LEN))
             return _random_text(rng, self.min_length, high)
         for _ in range(100):
-            text = self._render(rng)
+            text = self._render(StructuredActionSpace(self.screen_size, seed=rng).sample())
             if text is not None and self.contains(text):
                 return text
-        return _random_text(rng, self.min_length, self.min_length)
+        # Every dialect writes a plain WAIT, and it is short: a valid action whatever the bounds
+        # allowed (100 draws in a row failing is for pathological length bounds only).
+        return self._render(action_from_dict({"kind": "wait"})) or ""
 
-    def _render(self, rng: np.random.Generator) -> str | None:
-        action = StructuredActionSpace(self.screen_size, seed=rng).sample()
+    def _render(self, action: Action) -> str | None:
         try:
             if self.dialect == "uitars":
-                return render.to_uitars([action], screen_size=self.screen_size)
+                options = {
+                    k: v for k, v in self.dialect_options.items() if k in _UITARS_RENDER_OPTIONS
+                }
+                return render.to_uitars([action], screen_size=self.screen_size, **options)
             if self.dialect == "pyautogui":
                 return "\n".join(compile_.to_osworld_actions([action]))
             if self.dialect == "computer_13":
@@ -241,7 +258,14 @@ class TextActionSpace(spaces.Space[str]):
             self.max_length,
             self.dialect,
             self.screen_size,
-        ) == (other.min_length, other.max_length, other.dialect, other.screen_size)
+            self.dialect_options,
+        ) == (
+            other.min_length,
+            other.max_length,
+            other.dialect,
+            other.screen_size,
+            other.dialect_options,
+        )
 
     def __hash__(self) -> int:
         return hash((type(self), self.min_length, self.max_length, self.dialect, self.screen_size))
@@ -249,7 +273,7 @@ class TextActionSpace(spaces.Space[str]):
     def __repr__(self) -> str:
         return (
             f"TextActionSpace(max_length={self.max_length}, min_length={self.min_length}, "
-            f"dialect={self.dialect!r})"
+            f"dialect={self.dialect!r}, screen_size={self.screen_size})"
         )
 
 
