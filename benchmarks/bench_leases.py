@@ -2,12 +2,12 @@
 
     python benchmarks/bench_leases.py [--envs 4 8] [--rounds 2] [--policy-ms 0 300]
 
-TRL's ``GRPOTrainer(environment_factory=...)`` generates for the whole batch at once but calls
-the environments one at a time: ``reset`` for each rollout in turn, then, every turn, each
-sample's tool call in turn (trl 1.16.0, ``grpo_trainer.py``; ``../shared/specs/trainers.md``
-§2.2). Trainers that run one coroutine per trajectory (verl's agent loops, SkyRL's generator,
-``osworld_episode``) instead drive every desktop at once through
-:class:`~osworld_gym.integrations.DesktopLeases`.
+TRL's ``GRPOTrainer(environment_factory=...)`` generates for the whole batch at once but calls the
+environments one at a time: ``reset`` for each rollout in turn, then, every turn, each sample's tool
+call in turn (trl 1.16.0, ``grpo_trainer.py``;
+``docs/howto/other-trainers.md#trl-calls-envs-one-at-a-time``). Trainers that run one coroutine per
+trajectory (verl's agent loops, SkyRL's generator, ``osworld_episode``) instead drive every desktop
+at once through :class:`~osworld_gym.integrations.DesktopLeases`.
 
 Both modes run the same episodes on the same ``local`` desktops (``ui-basics``, 336x224,
 launched before timing): each of n envs runs ``--rounds`` episodes of the suite's oracle (a

@@ -17,7 +17,8 @@ guest answers again. Rows:
   reason, when that provider or its qcow2 is missing).
 * ``osworld-docker, same image``: OSWorld's Docker-provider reset applied to our image:
   ``container.stop()`` + ``remove()`` + its fixed 3 s pause, a new container, then ``GET
-  /screenshot`` polled every 1 s until it answers (spec §4.1).
+  /screenshot`` polled every 1 s until it answers
+  (docs/design/osworld-protocol.md#official-docker-image).
 * ``osworld-docker, VM boot``: what that reset costs when the container boots a VM, as OSWorld's
   ``happysixd/osworld-docker`` does: the same container and pause costs plus a cold QEMU boot
   of our qcow2 until its guest answers (the qemu row's ``boot_s``).

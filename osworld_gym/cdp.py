@@ -1,10 +1,10 @@
 """Chrome DevTools (CDP) access to a desktop's own browser, through Playwright.
 
 OSWorld's host code reaches the Chrome inside a desktop with Playwright's ``connect_over_cdp``
-(``specs/osworld.md`` §2.2); so do the Chrome setup steps and getters here. The endpoint is a
-desktop's ``services["cdp"]`` (``http://host:port``). Playwright is an optional dependency
-(``pip install 'osworld-gym[chrome]'``), imported when a browser is first used; it only drives
-the desktop's browser, it never downloads one.
+(``docs/design/task-format.md#setup-steps``); so do the Chrome setup steps and getters here. The
+endpoint is a desktop's ``services["cdp"]`` (``http://host:port``). Playwright is an optional
+dependency (``pip install 'osworld-gym[chrome]'``), imported when a browser is first used; it only
+drives the desktop's browser, it never downloads one.
 
 Every call is bounded: connecting retries until a deadline, and the whole session (connect,
 work, disconnect) runs in a worker thread that the caller waits for with a deadline, so a
@@ -65,9 +65,10 @@ def _connect(playwright: Any, endpoint: str, deadline: float) -> Browser:
         attempt += 1
         remaining_ms = (deadline - time.monotonic()) * 1000
         try:
-            return playwright.chromium.connect_over_cdp(
+            browser: Browser = playwright.chromium.connect_over_cdp(
                 endpoint, timeout=max(1.0, min(_CONNECT_ATTEMPT_MS, remaining_ms))
             )
+            return browser
         except Exception as e:  # noqa: BLE001 - Playwright raises its own Error for refusals
             if time.monotonic() + _CONNECT_POLL_S >= deadline:
                 raise BrowserUnavailableError(
@@ -133,7 +134,8 @@ def with_browser(
         )
     if "error" in outcome:
         raise outcome["error"]
-    return outcome["value"]
+    value: T = outcome["value"]
+    return value
 
 
 def all_pages(browser: Browser) -> list[Page]:

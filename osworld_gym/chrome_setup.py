@@ -1,6 +1,6 @@
 """OSWorld's Chrome setup steps: chrome_open_tabs, chrome_close_tabs, update_browse_history.
 
-Semantics (``specs/osworld.md`` §2.2):
+Semantics (``docs/design/task-format.md#setup-steps``):
 
 * ``chrome_open_tabs``: connect over CDP (OSWorld retries 15 times, 5 s apart; here the same
   75 s as a deadline, polled), open each URL in a new tab of the browser's first context

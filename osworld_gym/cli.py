@@ -14,6 +14,13 @@ Subcommands (each in :mod:`osworld_gym.commands`):
     image        build guest images from the vm_images/ recipes
     desktop      launch a ``local`` desktop, show that it works, and optionally keep it up
     play         run a few episodes of ``OSWorld-v0`` with a random or do-nothing agent
+
+The same names mean the same things in every subcommand: --output-dir (a folder written),
+--output (a single file written), --screen-size WxH, --tasks, --provider, --num-envs, --seed.
+Each subcommand's --help shows its options with their defaults.
+
+Exit status: 0 success; 1 an error while running (one line on stderr; --log-level DEBUG adds
+the traceback); 2 a usage error (bad arguments, one line on stderr); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import argparse
 import logging
 import sys
 
+from osworld_gym.cli_options import Parser, add_log_level, one_line
 from osworld_gym.commands import (
     desktop,
     doctor,
@@ -42,33 +50,67 @@ _SUBCOMMANDS = (doctor, tasks, run, view, export, guest, serve_env, image, deskt
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``osworld-gym``."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="osworld-gym",
         description=__doc__.split("\n")[0],
         epilog="\n".join(__doc__.splitlines()[2:]),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--log-level", default="WARNING")
-    sub = parser.add_subparsers(dest="command", required=True)
+    add_log_level(parser)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in _SUBCOMMANDS:
         module.add_parser(sub)
+    for subparser in sub.choices.values():
+        # Also after the subcommand's name; unset there, so the main option's value stands.
+        if not any("--log-level" in a.option_strings for a in subparser._actions):
+            add_log_level(subparser, default=None)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``osworld-gym`` console script."""
+    """Entry point of the ``osworld-gym`` console script.
+
+    Args:
+        argv: Arguments without the program name (None: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status (see the epilog): also for help, ``--version`` and usage errors, which
+        argparse ends with ``SystemExit``.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     split = _subcommand_index(argv)
-    if split is not None and argv[split] == "serve-guest":
-        # Everything after serve-guest belongs to the guest's own parser, which argparse's
-        # REMAINDER would not hand over when it starts with an option (--display ...).
-        args = parser.parse_args(argv[: split + 1])
-        args.guest_args = argv[split + 1 :]
-    else:
-        args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-    return int(args.func(args))
+    try:
+        if split is not None and argv[split] == "serve-guest":
+            # Everything after serve-guest belongs to the guest's own parser, which argparse's
+            # REMAINDER would not hand over when it starts with an option (--display ...).
+            args = parser.parse_args(argv[: split + 1])
+            args.guest_args = argv[split + 1 :]
+        else:
+            args = parser.parse_args(argv)
+    except SystemExit as e:
+        return 0 if e.code is None else e.code if isinstance(e.code, int) else 2
+    logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
+    return run_subcommand(args)
+
+
+def run_subcommand(args: argparse.Namespace) -> int:
+    """Run the parsed subcommand: an error it raises is one line on stderr and status 1.
+
+    ``--log-level DEBUG`` logs the traceback as well; Ctrl-C is status 130.
+    """
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        sys.stderr.write(f"osworld-gym {args.command}: interrupted\n")
+        return 130
+    except Exception as e:  # noqa: BLE001 - every error a subcommand lets out becomes one line
+        if args.log_level == "DEBUG":
+            logger.exception("osworld-gym %s failed", args.command)
+        hint = "" if args.log_level == "DEBUG" else " (--log-level DEBUG shows the traceback)"
+        sys.stderr.write(
+            f"osworld-gym {args.command}: error: {type(e).__name__}: {one_line(e)}{hint}\n"
+        )
+        return 1
 
 
 def _subcommand_index(argv: list[str]) -> int | None:

@@ -19,9 +19,9 @@ import logging
 import shutil
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -51,6 +51,10 @@ from osworld_gym.task_setup import SetupContext, SetupInterpreter
 from osworld_gym.tasks import Task, TaskSet, load_tasks
 
 logger = logging.getLogger(__name__)
+
+# The parameters and result of a callable timed by OSWorldEnv._timed.
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 _INFRA_ERRORS = (GuestError, ProviderError)
 # What makes a finished episode unscorable (no score, not a zero): see OSWorldEnv._score.
@@ -225,7 +229,8 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         """The last observed screenshot (``render_mode="rgb_array"``)."""
         if self.render_mode != "rgb_array" or self._last_obs is None:
             return None
-        return self._last_obs["screenshot"].copy()
+        screenshot: np.ndarray = self._last_obs["screenshot"]
+        return screenshot.copy()
 
     def close(self) -> None:
         """Stop the desktop. Safe to call more than once."""
@@ -491,7 +496,13 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         return info
 
     @staticmethod
-    def _timed(timings: dict[str, float], phase: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def _timed(
+        timings: dict[str, float],
+        phase: str,
+        fn: Callable[_P, _R],
+        *args: _P.args,
+        **kwargs: _P.kwargs,
+    ) -> _R:
         start = time.perf_counter()
         try:
             return fn(*args, **kwargs)

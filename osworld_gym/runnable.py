@@ -155,6 +155,7 @@ def task_runnability(
     code_lacks = tuple(
         lack for lack in support.lacks if not lack.startswith(("a proxy", "OSWorld's fixed-IP"))
     )
+    verdict: Verdict
     reason: str | None
     if blockers:
         verdict, reason = "not runnable", blockers[0]

@@ -1,10 +1,10 @@
 """The interpreter of OSWorld's setup steps (a task's ``config`` and ``evaluator.postconfig``).
 
-Each step type of OSWorld's SetupController (``specs/osworld.md`` §2.2) maps to guest calls with
-a success condition and bounded retries. Unlike OSWorld, failures are reported rather than
-logged and forgotten: a step that cannot succeed raises :class:`TaskSetupError` naming the step
-(or, when the guest itself keeps failing, the guest's error, which callers treat as an
-infrastructure fault), and softer problems (a window to activate that is not there, which
+Each step type of OSWorld's SetupController (``docs/design/task-format.md#setup-steps``) maps to
+guest calls with a success condition and bounded retries. Unlike OSWorld, failures are reported
+rather than logged and forgotten: a step that cannot succeed raises :class:`TaskSetupError`
+naming the step (or, when the guest itself keeps failing, the guest's error, which callers treat
+as an infrastructure fault), and softer problems (a window to activate that is not there, which
 OSWorld ignores) are kept as warnings in the returned :class:`SetupReport`.
 
 Errors or warnings, the rule: a step fails the task (:class:`TaskSetupError`; the env's

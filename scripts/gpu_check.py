@@ -35,7 +35,7 @@ output conversion, weight names) and its orchestration against a fake ``vllm`` m
 tested on CPU (tests/agents/test_vllm_engine.py). Everything touching real vLLM -- the
 constructor arguments, token prompts with images, ``processed_logprobs``, per-request seeds,
 ``collective_rpc("reload_weights")`` and its ``load_weights`` fallback, sleep levels, cache
-resets -- follows the vLLM 0.33 fact sheet (shared/specs/rollout_engines.md) and is what this
+resets -- follows the vLLM 0.33 facts (docs/design/rollout-engines.md) and is what this
 script checks. The tolerances are estimates from bf16 rounding, not measurements; the script
 prints the observed numbers so they can be tightened.
 """

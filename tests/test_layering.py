@@ -1,4 +1,6 @@
-"""Dependency rules between layers, checked in clean interpreters (STYLE.md, Dependency rules).
+"""Dependency rules between layers, checked in clean interpreters.
+
+The rules: docs/design/index.md#dependency-rules.
 
 The env library never pulls in the trainer's heavy stack; agents' modules import torch and
 transformers only when a model is used.

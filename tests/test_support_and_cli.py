@@ -75,7 +75,7 @@ def test_cli_tasks() -> None:
 @pytest.mark.desktop
 def test_cli_desktop_demo(tmp_path: Path) -> None:
     shot = tmp_path / "desk.png"
-    done = _cli("desktop", "--width", "800", "--height", "600", "--demo", "--screenshot", str(shot))
+    done = _cli("desktop", "--screen-size", "800x600", "--demo", "--screenshot", str(shot))
     assert done.returncode == 0, done.stderr
     assert "hello from osworld-gym" in done.stdout
     assert shot.read_bytes().startswith(b"\x89PNG")

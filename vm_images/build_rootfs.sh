@@ -71,12 +71,21 @@ fi
 
 # The bundle install_project.sh installs: an osworld-gym wheel built from a clean copy of the
 # sources (no stale build/ folder; pure Python, so the guest needs no network for it) and the
-# files of vm_images/rootfs/. Also used by osworld_gym.providers.docker_image.
+# files of vm_images/rootfs/. Also used by osworld_gym.providers.docker_image. Where this recipe
+# is the package data of an installed osworld-gym (osworld_gym/vm_images, no source beside it),
+# the wheel is that installed distribution packed again (pack_installed.py).
 make_bundle() {  # make_bundle DIR
   local work
+  if [ ! -f "${repo}/setup.py" ]; then
+    mkdir -p "$1"
+    "${PYTHON:-python3}" "${here}/pack_installed.py" "$1" >/dev/null
+    cp -a "${here}/rootfs" "${here}/install_project.sh" "$1/"
+    return
+  fi
   work="$(mktemp -d)"
   tar -C "${repo}" --exclude=__pycache__ --exclude='*.egg-info' -cf - \
-    setup.py setup.cfg pyproject.toml README.md osworld_gym agents envs | tar -C "${work}" -xf -
+    setup.py setup.cfg pyproject.toml README.md LICENSE osworld_gym agents envs vm_images \
+    | tar -C "${work}" -xf -
   # With this Python's setuptools when it has one; else pip fetches one (needs PyPI).
   "${PYTHON:-python3}" -m pip wheel -q --no-deps --no-build-isolation --disable-pip-version-check \
     -w "$1" "${work}" >/dev/null 2>&1 ||

@@ -1,6 +1,6 @@
 """ARPO's experience replay: stored successes re-enter task groups that all failed.
 
-Policy (ARPO §3.2, bounded and switchable):
+Policy (``docs/design/arpo.md#replay-buffer``, bounded and switchable):
 
 * **Insert.** Every trainable episode with ``score > success_threshold`` (0.1) is stored under
   its task. Each task keeps at most ``capacity_per_task`` (8) entries, first in first out.

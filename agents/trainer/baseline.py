@@ -26,7 +26,7 @@ from pathlib import Path
 
 from osworld_agents.arpo import SelectionRule, TaskSelection, save_selection, select_tasks
 from osworld_agents.trainer.components import load_policy, make_pool
-from osworld_agents.trainer.config import TrainConfig, parse_config
+from osworld_agents.trainer.config import TrainConfig, parse_args
 from osworld_agents.trainer.distributed import (
     DistContext,
     all_gather_objects,
@@ -37,6 +37,8 @@ from osworld_agents.trainer.distributed import (
 )
 from osworld_agents.trainer.rollout import collect_groups, derive_seed, rollout_agent
 from osworld_agents.trainer.tasks import resolve_task_ids
+
+from osworld_gym.cli_options import add_log_level, one_line, positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -105,42 +107,73 @@ def run_selection(
     return selection
 
 
-def _split_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, list[str]]:
-    parser = argparse.ArgumentParser(
-        prog="osworld-arpo-select",
-        description="Baseline pass and ARPO task selection; other flags are the trainer's "
-        "(osworld-arpo --help), e.g. --preset cpu --model PATH.",
+def _add_selection_options(parser: argparse.ArgumentParser) -> None:
+    """``osworld-arpo-select``'s own options, beside the trainer's."""
+    group = parser.add_argument_group("selection")
+    group.add_argument(
+        "--output", required=True, metavar="FILE", help="the selection file to write"
     )
-    parser.add_argument("--output", required=True, help="the selection file to write")
-    parser.add_argument("--baseline-rollouts", type=int, default=8, help="episodes per task")
-    parser.add_argument("--min-rate", type=float, default=0.0, help="lowest rate kept")
-    parser.add_argument("--max-rate", type=float, default=1.0, help="highest rate kept")
-    parser.add_argument(
+    group.add_argument(
+        "--baseline-rollouts", type=positive_int, default=8, help="episodes per task"
+    )
+    group.add_argument("--min-rate", type=float, default=0.0, help="lowest rate kept")
+    group.add_argument("--max-rate", type=float, default=1.0, help="highest rate kept")
+    group.add_argument(
         "--keep-unsolved",
         action="store_true",
         help="keep tasks never solved in the pass (ARPO drops them)",
     )
-    return parser.parse_known_args(argv)
+    add_log_level(parser, default="INFO")
 
 
-def cli(argv: Sequence[str] | None = None) -> int:
-    """``osworld-arpo-select``: prints how many tasks were selected and where the file is."""
-    args, rest = _split_args(argv)
-    config = parse_config(rest)
+def _split_args(argv: Sequence[str] | None, prog: str) -> tuple[argparse.Namespace, TrainConfig]:
+    """The selection's options and the trainer's config, from one parser (one help)."""
+    config, args = parse_args(
+        argv,
+        prog,
+        add_arguments=_add_selection_options,
+        description="Baseline pass and ARPO task selection: every task's episodes with the "
+        "rollout agent, then the selection rule; the rollouts' settings are the trainer's.",
+    )
+    return args, config
+
+
+def cli(argv: Sequence[str] | None = None, prog: str = "osworld-arpo-select") -> int:
+    """``osworld-arpo-select``: prints how many tasks were selected and where the file is.
+
+    Returns:
+        The exit status: 0 done, 1 the pass failed (one line on stderr; ``--log-level DEBUG``
+        adds the traceback). Usage errors exit 2 while parsing.
+    """
+    args, config = _split_args(argv, prog)
     rank = os.environ.get("RANK", "0")
+    level = args.log_level if rank == "0" or args.log_level == "DEBUG" else "WARNING"
     logging.basicConfig(
-        level=logging.INFO if rank == "0" else logging.WARNING,
-        format=f"%(asctime)s %(levelname)s [rank {rank}] %(name)s: %(message)s",
+        level=level, format=f"%(asctime)s %(levelname)s [rank {rank}] %(name)s: %(message)s"
     )
-    rule = SelectionRule(
-        success_threshold=config.success_threshold,
-        require_success=not args.keep_unsolved,
-        min_rate=args.min_rate,
-        max_rate=args.max_rate,
-    )
-    selection = run_selection(
-        config, rollouts=args.baseline_rollouts, rule=rule, output=args.output
-    )
+    try:
+        rule = SelectionRule(
+            success_threshold=config.success_threshold,
+            require_success=not args.keep_unsolved,
+            min_rate=args.min_rate,
+            max_rate=args.max_rate,
+        )
+    except ValueError as e:  # rates out of order or range: a usage error
+        sys.stderr.write(f"{prog}: error: {one_line(e)}\n")
+        return 2
+    try:
+        selection = run_selection(
+            config, rollouts=args.baseline_rollouts, rule=rule, output=args.output
+        )
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{prog}: interrupted\n")
+        return 130
+    except Exception as e:  # noqa: BLE001 - a failed pass is one line unless DEBUG asks for more
+        if args.log_level == "DEBUG":
+            logger.exception("%s failed", prog)
+        hint = "" if args.log_level == "DEBUG" else " (--log-level DEBUG shows the traceback)"
+        sys.stderr.write(f"{prog}: error: {type(e).__name__}: {one_line(e)}{hint}\n")
+        return 1
     if rank == "0":
         sys.stdout.write(
             f"selected {len(selection.selected)} of {len(selection.stats)} task(s) -> "

@@ -1,26 +1,45 @@
 """The trainer's settings: one frozen dataclass documented field by field, two presets, the CLI.
 
-The dataclass defaults are ARPO's UI-TARS-1.5-7B run (``specs/arpo.md`` §4, the ``paper``
-preset); ``cpu`` shrinks everything to the tiny Qwen2.5-VL on a small-screen suite. Any field can
-be overridden on the command line::
+The dataclass defaults are ARPO's UI-TARS-1.5-7B run (``docs/design/arpo.md#hyperparameters``,
+the ``paper`` preset); ``cpu`` shrinks everything to the tiny Qwen2.5-VL on a small-screen suite.
+Any field can be overridden on the command line::
 
-    python -m osworld_agents.trainer.train --preset cpu --suite desktop-basics --lr 3e-4
+    python -m osworld_agents.trainer.train --preset cpu --tasks desktop-basics --lr 3e-4
     torchrun --nproc_per_node 2 -m osworld_agents.trainer.train --preset cpu --num-envs 2
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
-from collections.abc import Sequence
+import inspect
+import sys
+import textwrap
+import typing
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from osworld_agents.models.tiny_qwen import TinyQwenSize
 
-from osworld_gym.errors import DependencyNotInstalled
+from osworld_gym.cli_options import (
+    EXIT_CODES,
+    DeprecatedAlias,
+    Parser,
+    rewrite_legacy_screen_size,
+    screen_size,
+)
 
-__all__ = ["PRESETS", "AggMode", "Algo", "TrainConfig", "parse_config"]
+__all__ = [
+    "PRESETS",
+    "AggMode",
+    "Algo",
+    "TrainConfig",
+    "build_parser",
+    "parse_args",
+    "parse_config",
+]
 
 AggMode = Literal["seq-mean-token-mean", "token-mean"]
 """``osworld_agents.arpo.loss.AggMode``, repeated so that the config imports no torch."""
@@ -284,27 +303,198 @@ PRESETS: dict[str, TrainConfig] = {"paper": PAPER, "cpu": CPU}
 screenshots at 3136-2116800 pixels). ``cpu``: the tiny model on the small-screen suite, 4 envs."""
 
 
-def parse_config(argv: Sequence[str] | None = None) -> TrainConfig:
-    """The config of a command line: ``--preset NAME`` first, then any field as ``--field``.
+NO_PRESET = (
+    "choose a preset: --preset cpu (the tiny CPU run) or --preset paper (ARPO's "
+    "UI-TARS-1.5-7B run, a 16 GB download and GPUs), or name a --model"
+)
+RENAMED = {"suite": "tasks"}
+"""Fields whose option has the name every osworld-gym command uses (``--suite`` still works)."""
+
+
+def parse_config(argv: Sequence[str] | None = None, prog: str = "osworld-arpo") -> TrainConfig:
+    """The config of a command line: ``--preset NAME`` or ``--model``, then any field as an option.
 
     Args:
         argv: Arguments without the program name (None: ``sys.argv[1:]``).
+        prog: The program named in help and errors.
 
     Returns:
-        The preset with the given fields replaced.
+        The preset (``paper`` when only ``--model`` is given) with the given fields replaced.
 
     Raises:
-        DependencyNotInstalled: tyro is missing.
+        SystemExit: Help, ``--version``, or a usage error (one line on stderr, status 2): a bad
+            value, or neither ``--preset`` nor ``--model``.
     """
-    try:
-        import tyro
-    except ImportError as e:
-        raise DependencyNotInstalled("the trainer CLI needs tyro: pip install tyro") from e
+    return parse_args(argv, prog)[0]
+
+
+def parse_args(
+    argv: Sequence[str] | None = None,
+    prog: str = "osworld-arpo",
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+    description: str | None = None,
+) -> tuple[TrainConfig, argparse.Namespace]:
+    """:func:`parse_config`, with more options of a command built on the trainer's.
+
+    Args:
+        argv: Arguments without the program name (None: ``sys.argv[1:]``).
+        prog: The program named in help and errors.
+        add_arguments: Adds the command's own options to the parser.
+        description: The help's description (default: the config's).
+
+    Returns:
+        The config, and the parsed namespace (the command's own options included).
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = rewrite_legacy_screen_size(argv, prog)
     pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--preset", choices=sorted(PRESETS), default="paper")
-    known, rest = pre.parse_known_args(argv)
-    description = (
-        f"{TrainConfig.__doc__}\n\nPreset (--preset {{{','.join(sorted(PRESETS))}}}, "
-        f"given first): {known.preset}."
+    pre.add_argument("--preset")
+    pre.add_argument("--model")
+    known, _ = pre.parse_known_args(argv)  # a bad --preset is reported by the full parser
+    preset = PRESETS.get(known.preset or "paper", PAPER)
+    parser = build_parser(prog, preset, description)
+    if add_arguments is not None:
+        add_arguments(parser)
+    args = parser.parse_args(argv)
+    if args.preset is None and known.model is None:
+        parser.error(NO_PRESET)
+    hints = typing.get_type_hints(TrainConfig)
+    values = {
+        f.name: _from_list(f.name, hints[f.name], getattr(args, f.name), parser)
+        for f in dataclasses.fields(TrainConfig)
+    }
+    try:
+        config = dataclasses.replace(preset, **values)
+    except ValueError as e:  # a combination of values the config refuses
+        parser.error(str(e))
+    return config, args
+
+
+def build_parser(
+    prog: str = "osworld-arpo", preset: TrainConfig = PAPER, description: str | None = None
+) -> argparse.ArgumentParser:
+    """The trainer's parser: ``--preset`` and one option per :class:`TrainConfig` field.
+
+    Args:
+        prog: The program named in help and errors.
+        preset: Whose values are the defaults (shown in the help).
+        description: The help's description (default: the config's).
+
+    Returns:
+        The parser; ``preset`` and ``model`` are None in its namespace when not given.
+    """
+    doc = " ".join((TrainConfig.__doc__ or "").split("\n\n")[0].split())
+    parser = Parser(
+        prog=prog,
+        usage="%(prog)s (--preset {cpu,paper} | --model MODEL) [OPTIONS]",
+        description=description or doc,
+        epilog=f"{EXIT_CODES}. Presets: {PRESETS_HELP}",
     )
-    return tyro.cli(TrainConfig, default=PRESETS[known.preset], args=rest, description=description)
+    parser.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        help="the settings every option starts from (required unless --model is given: then "
+        "paper); the defaults below are this preset's",
+    )
+    docs = _field_docs()
+    hints = typing.get_type_hints(TrainConfig)
+    for f in dataclasses.fields(TrainConfig):
+        name = RENAMED.get(f.name, f.name).replace("_", "-")
+        default = getattr(preset, f.name)
+        kwargs = _argument(f.name, hints[f.name], default)
+        kwargs["help"] = docs.get(f.name, "")
+        if f.name == "output_dir":
+            kwargs["metavar"] = "DIR"
+        if f.name == "model":
+            kwargs["help"] += " Given without --preset: the paper preset's other settings."
+        parser.add_argument(f"--{name}", dest=f.name, **kwargs)
+        if f.name in RENAMED:
+            parser.add_argument(
+                f"--{f.name.replace('_', '-')}",
+                dest=f.name,
+                action=DeprecatedAlias,
+                new=f"--{name}",
+                help=argparse.SUPPRESS,
+            )
+    return parser
+
+
+PRESETS_HELP = (
+    "paper: ARPO's UI-TARS-1.5-7B run (16 tasks x 8 rollouts, 15 steps, lr 1e-6, bf16); "
+    "cpu: the tiny model on the small-screen suite, 4 envs."
+)
+
+
+def _argument(name: str, hint: Any, default: Any) -> dict[str, Any]:
+    """``add_argument`` keywords for a field of type ``hint`` (default: the preset's value)."""
+    optional = type(None) in typing.get_args(hint)
+    base = (
+        next((a for a in typing.get_args(hint) if a is not type(None)), hint) if optional else hint
+    )
+    origin = typing.get_origin(base)
+    kwargs: dict[str, Any] = {"default": default}
+    if name == "screen_size":
+        return {**kwargs, "type": screen_size, "metavar": "WxH"}
+    if base is bool:
+        return {**kwargs, "action": argparse.BooleanOptionalAction}
+    if origin is Literal:
+        return {**kwargs, "choices": typing.get_args(base), "type": str}
+    if origin is tuple:
+        items = typing.get_args(base)
+        if len(items) == 2 and items[1] is Ellipsis:
+            return {**kwargs, "nargs": "*", "type": items[0], "metavar": items[0].__name__.upper()}
+        # a fixed-size tuple, or None given as the word None (when the field allows it)
+        convert = _none_or(items[0]) if optional else items[0]
+        metavar = tuple(f"{items[0].__name__.upper()}" for _ in items)
+        return {
+            **kwargs,
+            "nargs": "+" if optional else len(items),
+            "type": convert,
+            "metavar": metavar,
+        }
+    convert = _none_or(base) if optional else base
+    return {**kwargs, "type": convert, "metavar": base.__name__.upper()}
+
+
+def _from_list(name: str, hint: Any, value: Any, parser: argparse.ArgumentParser) -> Any:
+    """A tuple field's value from the list argparse gives (``[None]``: None)."""
+    if not isinstance(value, list):
+        return value
+    if None in value:
+        if value != [None]:
+            parser.error(f"argument --{name.replace('_', '-')}: None stands alone")
+        return None
+    optional = type(None) in typing.get_args(hint)
+    base = next(a for a in typing.get_args(hint) if a is not type(None)) if optional else hint
+    items = typing.get_args(base)
+    size = len(items)
+    if Ellipsis not in items and len(value) != size:
+        parser.error(f"argument --{name.replace('_', '-')}: expected {size} values or None")
+    return tuple(value)
+
+
+def _none_or(kind: type) -> Callable[[str], Any]:
+    """A type converter that reads ``None`` as None (an optional field's way to be unset)."""
+
+    def convert(text: str) -> Any:
+        return None if text == "None" else kind(text)
+
+    convert.__name__ = kind.__name__  # argparse names the type in its error messages
+    return convert
+
+
+def _field_docs() -> dict[str, str]:
+    """Each field's docstring (the string under it in the class body), on one line."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(TrainConfig)))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs = {}
+    for node, after in zip(body, body[1:], strict=False):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[node.target.id] = " ".join(after.value.value.split())
+    return docs

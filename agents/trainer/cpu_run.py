@@ -42,6 +42,15 @@ from osworld_agents.trainer.checkpoint import resolve_resume
 from osworld_agents.trainer.config import PRESETS, TrainConfig
 from osworld_agents.trainer.evaluation import TASK_SUCCESS_PREFIX
 
+from osworld_gym.cli_options import (
+    EXIT_CODES,
+    Parser,
+    add_log_level,
+    add_output_dir,
+    one_line,
+    positive_int,
+)
+
 logger = logging.getLogger(__name__)
 
 ORACLE = "osworld_agents.oracles:UIBasicsOracle"
@@ -222,25 +231,48 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options (defaults: the settings of the measured runs in the README)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--algo", choices=["arpo", "grpo", "rs-sft"], default="arpo")
-    parser.add_argument("--output-dir", default="runs/arpo-cpu")
-    parser.add_argument("--seed", type=int, default=1)
+    parser = Parser(
+        prog="osworld-arpo-cpu",
+        description=__doc__.split("\n")[0],
+        epilog=f"{EXIT_CODES}.",
+    )
+    parser.add_argument(
+        "--algo",
+        choices=["arpo", "grpo", "rs-sft"],
+        default="arpo",
+        help="arpo: GRPO + replay; grpo: replay off; rs-sft: SFT on the successful rollouts",
+    )
+    add_output_dir(
+        parser,
+        "runs/arpo-cpu",
+        "the warm start, the task selection and each algorithm's run (OUTPUT_DIR/ALGO)",
+    )
+    parser.add_argument("--seed", type=int, default=1, help="seeds every phase")
     parser.add_argument(
         "--model-width",
         type=int,
         default=PRESETS["cpu"].tiny_hidden_size,
         help="decoder width of the tiny model (a multiple of 32; its MLP is twice as wide)",
     )
-    parser.add_argument("--warm-start-iterations", type=int, default=5)
-    parser.add_argument("--baseline-rollouts", type=int, default=8)
+    parser.add_argument(
+        "--warm-start-iterations",
+        type=positive_int,
+        default=5,
+        help="SFT iterations on the oracle's demonstrations",
+    )
+    parser.add_argument(
+        "--baseline-rollouts",
+        type=positive_int,
+        default=8,
+        help="episodes per task in the selection pass",
+    )
     parser.add_argument(
         "--tasks-per-iteration",
         type=int,
         default=0,
-        help="0 (default): every selected task in every iteration",
+        help="tasks per RL iteration; 0: every selected task in every iteration",
     )
-    parser.add_argument("--rollouts-per-task", type=int, default=4)
+    parser.add_argument("--rollouts-per-task", type=positive_int, default=4, help="GRPO group size")
     parser.add_argument(
         "--dart-rollouts",
         type=int,
@@ -250,34 +282,66 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="DART's dynamic rollout count: from MIN (solved every time) to MAX (never solved), "
         "by each task's latest success rate (the baseline pass's to begin with)",
     )
-    parser.add_argument("--iterations", type=int, default=30)
-    parser.add_argument("--lr", type=float, default=4e-4)
-    parser.add_argument("--ppo-epochs", type=int, default=2)
+    parser.add_argument("--iterations", type=positive_int, default=30, help="RL iterations")
+    parser.add_argument("--lr", type=float, default=4e-4, help="RL learning rate")
     parser.add_argument(
-        "--optimizer-steps", type=int, default=PRESETS["cpu"].optimizer_steps_per_iteration
+        "--ppo-epochs", type=positive_int, default=2, help="passes over each iteration's samples"
     )
     parser.add_argument(
-        "--loss-agg-mode", choices=["seq-mean-token-mean", "token-mean"], default="token-mean"
+        "--optimizer-steps",
+        type=positive_int,
+        default=PRESETS["cpu"].optimizer_steps_per_iteration,
+        help="optimizer steps per iteration",
     )
-    parser.add_argument("--eval-every", type=int, default=10)
-    parser.add_argument("--eval-rollouts", type=int, default=8)
+    parser.add_argument(
+        "--loss-agg-mode",
+        choices=["seq-mean-token-mean", "token-mean"],
+        default="token-mean",
+        help="loss aggregation (see osworld-arpo --help)",
+    )
+    parser.add_argument(
+        "--eval-every", type=positive_int, default=10, help="evaluate every N iterations"
+    )
+    parser.add_argument(
+        "--eval-rollouts", type=positive_int, default=8, help="episodes per evaluated task"
+    )
     parser.add_argument(
         "--num-envs",
-        type=int,
+        type=positive_int,
         default=16,
         help="local desktops (more than the 2 cores: an episode mostly waits for its screen)",
     )
-    parser.add_argument("--no-progress", action="store_true")
-    return parser.parse_args(argv)
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_log_level(parser, default="INFO")
+    args = parser.parse_args(argv)
+    if args.dart_rollouts and not 1 <= args.dart_rollouts[0] <= args.dart_rollouts[1]:
+        parser.error(f"argument --dart-rollouts: needs 1 <= MIN <= MAX, got {args.dart_rollouts}")
+    return args
 
 
 def cli(argv: Sequence[str] | None = None) -> int:
-    """``osworld-arpo-cpu``: prints the success rate before and after RL."""
+    """``osworld-arpo-cpu``: prints the success rate before and after RL.
+
+    Returns:
+        The exit status: 0 done, 1 the run failed (one line on stderr; ``--log-level DEBUG``
+        adds the traceback). Usage errors exit 2 while parsing.
+    """
     args = parse_args(argv)
     logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    summary = run(args)
+    prog = "osworld-arpo-cpu"
+    try:
+        summary = run(args)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{prog}: interrupted; rerun to continue from the last checkpoint\n")
+        return 130
+    except Exception as e:  # noqa: BLE001 - a failed run is one line unless DEBUG asks for more
+        if args.log_level == "DEBUG":
+            logger.exception("%s failed", prog)
+        hint = "" if args.log_level == "DEBUG" else " (--log-level DEBUG shows the traceback)"
+        sys.stderr.write(f"{prog}: error: {type(e).__name__}: {one_line(e)}{hint}\n")
+        return 1
     curve = ", ".join(f"{p['step']}: {p['success_rate']:.3f}" for p in summary["curve"])
     lines = [
         f"{summary['algo']}: success rate on the training tasks (temperature 0.6, fixed seeds) "

@@ -162,7 +162,8 @@ def _keep(sample: TrainSample, max_tokens: int, stats: SampleStats) -> bool:
         stats.no_loss_tokens += 1
         return False
     if sample.length > max_tokens:
-        # Truncating would cut image tokens away from their pixels (specs/arpo.md §9.9).
+        # Truncating would cut image tokens away from their pixels
+        # (docs/design/arpo.md#training-samples).
         stats.too_long += 1
         logger.warning(
             "dropping a %d-token episode of task %s (limit %d)",

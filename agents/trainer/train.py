@@ -6,18 +6,20 @@ advantages -> PPO update (or NLL for rs-sft / sft) -> store successes for replay
 evaluate now and then -> checkpoint now and then. The pieces live in small modules beside this
 one; this file only orchestrates them::
 
-    python -m osworld_agents.trainer.train --preset cpu --suite desktop-basics
+    python -m osworld_agents.trainer.train --preset cpu --tasks desktop-basics
     python -m osworld_agents.trainer.train --preset cpu --algo grpo --resume auto
     torchrun --nproc_per_node 2 -m osworld_agents.trainer.train --preset cpu
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import logging
 import os
 import random
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -44,7 +46,7 @@ from osworld_agents.trainer.components import (
     make_replay,
     reference_model,
 )
-from osworld_agents.trainer.config import TrainConfig, parse_config
+from osworld_agents.trainer.config import TrainConfig, parse_args
 from osworld_agents.trainer.distributed import (
     DistContext,
     all_gather_objects,
@@ -74,6 +76,7 @@ from osworld_agents.trainer.tasks import (
 from osworld_agents.trainer.update import compute_logprobs, train_epoch
 from tqdm.auto import tqdm
 
+from osworld_gym.cli_options import add_log_level, one_line
 from osworld_gym.pool import TrajectoryGroup
 
 logger = logging.getLogger(__name__)
@@ -423,25 +426,45 @@ def main(config: TrainConfig) -> TrainResult:
     return result
 
 
-def cli(argv: Sequence[str] | None = None) -> None:
-    """``python -m osworld_agents.trainer.train --preset cpu --lr 3e-4 ...`` (a console script).
+def cli(argv: Sequence[str] | None = None, prog: str = "osworld-arpo") -> int:
+    """``osworld-arpo --preset cpu --lr 3e-4 ...`` (also ``python -m``, and under torchrun).
 
     Args:
         argv: Arguments without the program name (None: ``sys.argv[1:]``).
+        prog: The program named in help and errors.
+
+    Returns:
+        The exit status: 0 done, 1 the run failed (one line on stderr; ``--log-level DEBUG``
+        adds the traceback). Usage errors exit 2 while parsing.
     """
     from tqdm.contrib.logging import logging_redirect_tqdm
 
-    config = parse_config(argv)
+    config, args = parse_args(argv, prog, add_arguments=_add_log_level)
     # Under torchrun only rank 0 tells the story; the others speak up for warnings.
     rank = os.environ.get("RANK", "0")
+    level = args.log_level if rank == "0" or args.log_level == "DEBUG" else "WARNING"
     logging.basicConfig(
-        level=logging.INFO if rank == "0" else logging.WARNING,
-        format=f"%(asctime)s %(levelname)s [rank {rank}] %(name)s: %(message)s",
+        level=level, format=f"%(asctime)s %(levelname)s [rank {rank}] %(name)s: %(message)s"
     )
-    with logging_redirect_tqdm():
-        result = main(config)
+    try:
+        with logging_redirect_tqdm():
+            result = main(config)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{prog}: interrupted\n")
+        return 130
+    except Exception as e:  # noqa: BLE001 - a failed run is one line unless DEBUG asks for more
+        if args.log_level == "DEBUG":
+            logger.exception("%s failed", prog)
+        hint = "" if args.log_level == "DEBUG" else " (--log-level DEBUG shows the traceback)"
+        sys.stderr.write(f"{prog}: error: {type(e).__name__}: {one_line(e)}{hint}\n")
+        return 1
     logger.info("done: %d iteration(s) in %s", result.iterations_done, result.output_dir)
+    return 0
+
+
+def _add_log_level(parser: argparse.ArgumentParser) -> None:
+    add_log_level(parser, default="INFO")
 
 
 if __name__ == "__main__":
-    cli()
+    sys.exit(cli())

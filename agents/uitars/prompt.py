@@ -1,10 +1,10 @@
 r"""The UI-TARS-1.5 computer-use prompt as ARPO sends it, and the box-token rewrite of history.
 
 UI-TARS-1.5 was trained on a fixed prompt: an opening line, ``## Output Format``,
-``## Action Space`` (points written ``start_box='<|box_start|>(x1,y1)<|box_end|>'``), ``## Note``
-and ``## User Instruction``. ARPO sends it as the first *user* turn, after a one-line system turn
-(see ``specs/arpo.md`` §1.4-1.5). The wording is part of the model's interface, so it is kept
-as the model saw it, typo in the system text included.
+``## Action Space`` (points written ``start_box='<|box_start|>(x1,y1)<|box_end|>'``),
+``## Note`` and ``## User Instruction``. ARPO sends it as the first *user* turn, after a one-line
+system turn (see ``docs/design/arpo.md#prompt-and-history``). The wording is part of the model's
+interface, so it is kept as the model saw it, typo in the system text included.
 
 In the history, ARPO writes every ``start_box='(x,y)'`` / ``end_box='(x,y)'`` of an earlier
 response as ``'<|box_start|>(x,y)<|box_end|>'``: the form of the prompt's action space, which

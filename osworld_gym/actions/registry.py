@@ -23,11 +23,13 @@ class ActionParser(Protocol):
     A lenient parser (``strict=False``) never raises for any input; a strict one raises
     :class:`~osworld_gym.errors.ActionParseError`. Both may raise ``ValueError`` or
     ``TypeError`` for bad *options*, which are the caller's mistake, not the model's.
+
+    Dialect options (what :func:`parse_action` passes on as ``**options``) are further
+    keyword-only parameters with defaults, e.g. UI-TARS's ``coordinates``; a parser without
+    them still matches this protocol.
     """
 
-    def __call__(
-        self, text: Any, *, screen_size: ScreenSize, strict: bool = False, **options: Any
-    ) -> ParseResult:
+    def __call__(self, text: Any, *, screen_size: ScreenSize, strict: bool = False) -> ParseResult:
         """Parse one model output."""
         ...
 

@@ -13,7 +13,7 @@ import inspect
 import json
 import logging
 import multiprocessing
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -96,7 +96,8 @@ class StructuredActionSpace(spaces.Space[Action]):
         width, height = self.screen_size
         for x_name, y_name in (("x", "y"), ("to_x", "to_y")):
             px, py = getattr(x, x_name, None), getattr(x, y_name, None)
-            if px is not None and not (0 <= px < width and 0 <= py < height):
+            # Points are whole pairs (the action types check it) or absent.
+            if px is not None and py is not None and not (0 <= px < width and 0 <= py < height):
                 return False
         return True
 
@@ -138,7 +139,7 @@ class StructuredActionSpace(spaces.Space[Action]):
             return {"seconds": None if rng.random() < 0.5 else float(rng.integers(1, 6))}
         return {}  # done, fail
 
-    def to_jsonable(self, sample_n: Sequence[Action]) -> list[dict[str, Any]]:
+    def to_jsonable(self, sample_n: Iterable[Action]) -> list[dict[str, Any]]:
         """Convert a batch of actions to JSON-compatible dicts."""
         return [action.to_dict() for action in sample_n]
 
@@ -244,7 +245,7 @@ class TextActionSpace(spaces.Space[str]):
         except ActionError:  # this action has no form in the dialect; draw another
             return None
 
-    def to_jsonable(self, sample_n: Sequence[str]) -> list[str]:
+    def to_jsonable(self, sample_n: Iterable[str]) -> list[str]:
         """Strings are JSON already."""
         return list(sample_n)
 

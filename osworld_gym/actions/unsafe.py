@@ -1,11 +1,11 @@
 """UNSAFE: OSWorld's own handling of pyautogui output, for evaluation parity only.
 
-OSWorld's reference agents send the model's code to the guest as written, where it runs as
-arbitrary Python (``specs/osworld.md`` §3.5). Some published scores were measured that way,
-so reproducing them may need the same behaviour. This module only *extracts* the code the way
+OSWorld's reference agents send the model's code to the guest as written, where it runs as arbitrary
+Python (``docs/design/action-formats.md#pyautogui-code``). Some published scores were measured that
+way, so reproducing them may need the same behaviour. This module only *extracts* the code the way
 OSWorld's prompt agent does; running it is the caller's explicit choice (the guest client's
-``/execute``). Nothing in osworld-gym calls this module unless asked to: the default path is
-the allowlisted :mod:`osworld_gym.actions.dialects.pyautogui` parser.
+``/execute``). Nothing in osworld-gym calls this module unless asked to: the default path is the
+allowlisted :mod:`osworld_gym.actions.dialects.pyautogui` parser.
 """
 
 from __future__ import annotations

@@ -18,8 +18,12 @@ import dataclasses
 import hashlib
 import importlib
 import inspect
+import json
+import os
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +32,8 @@ from osworld_gym.pool.policy import Policy, PolicyOutput, PolicyRequest, call_po
 from osworld_gym.tasks import Task
 
 BUILTIN_AGENTS = ("oracle", "random", "noop", "openai")
+ENDPOINT_TIMEOUT_S = 5.0
+"""How long the check of an OpenAI-compatible server waits for its answer."""
 NOOP_RESPONSE = "Thought: Wait and watch.\nAction: wait()"
 
 
@@ -203,6 +209,52 @@ def _openai_agent(options: AgentOptions) -> Agent:
         },
         close=engine.close,
     )
+
+
+class EndpointError(Exception):
+    """The OpenAI-compatible server does not answer ``GET /models`` as a server should."""
+
+
+def check_openai_endpoint(
+    base_url: str, api_key_env: str = "OPENAI_API_KEY", timeout: float = ENDPOINT_TIMEOUT_S
+) -> list[str]:
+    """Ask an OpenAI-compatible server for ``GET {base_url}/models`` before a run relies on it.
+
+    Args:
+        base_url: The API root, e.g. ``http://127.0.0.1:8000/v1``.
+        api_key_env: Environment variable holding the API key (sent as a bearer token if set).
+        timeout: Seconds to wait for the connection and the answer.
+
+    Returns:
+        The ids of the models the server lists (empty when its answer lists none).
+
+    Raises:
+        EndpointError: The server cannot be reached, answers another status than 200, or
+            answers something that is not a model list; the message names the URL.
+    """
+    url = base_url.rstrip("/") + "/models"
+    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+    key = os.environ.get(api_key_env)
+    if key:
+        request.add_header("Authorization", f"Bearer {key}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            body = response.read()
+    except urllib.error.HTTPError as e:
+        raise EndpointError(
+            f"the model server answered GET {url} with HTTP {e.code} {e.reason}"
+            + (f": is ${api_key_env} the right key?" if e.code in (401, 403) else "")
+        ) from None
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        why = getattr(e, "reason", None) or e
+        raise EndpointError(
+            f"cannot reach the model server at GET {url} ({why}); start it or pass --base-url"
+        ) from None
+    try:
+        listed = json.loads(body).get("data") or []
+        return [str(item["id"]) for item in listed if isinstance(item, dict) and "id" in item]
+    except (ValueError, AttributeError, TypeError) as e:
+        raise EndpointError(f"GET {url} did not answer an OpenAI model list: {e}") from None
 
 
 def resolve_callable(spec: str) -> Any:

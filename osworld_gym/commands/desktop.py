@@ -8,17 +8,25 @@ import time
 from pathlib import Path
 from typing import Any
 
+from osworld_gym.cli_options import ScreenSideAlias, screen_size
 from osworld_gym.providers.base import Desktop
 
 
 def add_parser(sub: Any) -> None:
     """Register ``desktop``."""
-    desktop = sub.add_parser("desktop", help="launch a local desktop")
-    desktop.add_argument("--width", type=int, default=1920)
-    desktop.add_argument("--height", type=int, default=1080)
+    desktop = sub.add_parser("desktop", help="launch a local desktop", description=__doc__)
+    desktop.add_argument(
+        "--screen-size", type=screen_size, default=(1920, 1080), metavar="WxH", help="screen"
+    )
+    for side, option in enumerate(("--width", "--height")):  # deprecated: --screen-size WxH
+        desktop.add_argument(
+            option, dest="screen_size", action=ScreenSideAlias, side=side, help=argparse.SUPPRESS
+        )
     desktop.add_argument("--demo", action="store_true", help="type into a terminal and check it")
     desktop.add_argument("--screenshot", help="save a settled screenshot to this PNG path")
-    desktop.add_argument("--hold", type=float, default=0.0, help="keep the desktop up N seconds")
+    desktop.add_argument(
+        "--hold", type=float, default=0.0, help="keep the desktop up this many seconds"
+    )
     desktop.set_defaults(func=desktop_command)
 
 
@@ -26,7 +34,7 @@ def desktop_command(args: argparse.Namespace) -> int:
     """Run the ``desktop`` subcommand."""
     from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
 
-    config = LocalProviderConfig(screen_size=(args.width, args.height))
+    config = LocalProviderConfig(screen_size=args.screen_size)
     with LocalProvider(config).launch() as desktop:
         client = desktop.client
         info = client.info()

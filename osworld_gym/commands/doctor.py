@@ -10,10 +10,21 @@
 * ``eval`` -- every package of the ``eval`` extra (the metric libraries that score LibreOffice,
   PDF, web and other tasks, whatever the provider) installed and importable; without them those
   tasks cannot be scored (``pip install 'osworld-gym[eval]'``).
+* ``extras`` -- every other extra of osworld-gym (``gui``, ``media``, ``chrome``, ``docker``,
+  ``train``...; ``ray`` has its section above), one line each: its libraries installed and
+  importable, else the exact command that adds it. The extras are read from the installed
+  package's metadata (from ``setup.cfg`` in a checkout), so the list never drifts from what
+  pip installs. ``guest`` (the former name of ``gui``) and ``all`` are made of the others and
+  get no line of their own. The ``gui`` extra cannot list pyautogui and mouseinfo (their Linux
+  dependency python3-xlib overwrites python-xlib's files), so its fix installs them with
+  ``--no-deps``; a python3-xlib found installed fails the ``local`` section with the command
+  that repairs python-xlib.
 
-Exit status 0 when the required providers work (``local`` unless ``--provider`` names others)
-and the ``eval`` libraries are there (unless ``--no-eval``), 1 otherwise. ``--json`` prints the
-checks as JSON.
+Exit status 0 when the required providers work (``local`` unless ``--provider`` names others),
+the ``eval`` libraries are there (unless ``--no-eval``) and the extras named by ``--extra`` are
+complete, 1 otherwise. The other extras are information: a missing one is a ``WARN`` with its
+fix, never a failure, since most uses need only some of them. ``--json`` prints the checks as
+JSON.
 """
 
 from __future__ import annotations
@@ -37,9 +48,30 @@ from typing import Any
 
 PROVIDERS = ("local", "docker", "qemu", "ray")
 EVAL = "eval"
-SECTIONS = (*PROVIDERS, EVAL)
-"""Groups of checks: the providers, then the metric libraries (needed whatever the provider)."""
+EXTRAS = "extras"
+SECTIONS = (*PROVIDERS, EVAL, EXTRAS)
+"""Groups of checks: the providers, the metric libraries (needed whatever the provider), then
+the other extras."""
+DISTRIBUTION = "osworld-gym"
 EVAL_FIX = "pip install 'osworld-gym[eval]'"
+# Extras with a section of their own (eval, ray) or made only of other extras (guest, all).
+OWN_SECTION_EXTRAS = (EVAL, "ray")
+# pyautogui and mouseinfo: what the gui extra is for, installed without their dependencies
+# (python3-xlib would overwrite python-xlib's files); the versions scripts/install.sh pins.
+GUI_NO_DEPS = ("pyautogui==0.9.54", "mouseinfo==0.1.3")
+GUI_FIX = "pip install 'osworld-gym[gui]' && pip install --no-deps " + " ".join(GUI_NO_DEPS)
+XLIB_FIX = (
+    "pip uninstall -y python3-xlib && pip install --no-deps --force-reinstall 'python-xlib>=0.33'"
+)
+# The trainer's torch: the CPU build where no CUDA one is wanted (a bare `torch` from the extra
+# pulls a multi-GB CUDA build); the version scripts/install.sh pins.
+CPU_TORCH = "pip install torch==2.13.0"
+# Extras that do not install alongside the others, and why (shown with their line).
+EXTRA_NOTES = {
+    "verl": "in its own venv (its transformers pin clashes with train's)",
+    "vllm": "Linux with CUDA only",
+    "ocr": "needs the torchvision build matching the installed torch",
+}
 DEFAULT_DOCKER_IMAGE = "osworld-gym/desktop:latest"
 DOCKER_IMAGE_ENV = "OSWORLD_GYM_DOCKER_IMAGE"
 INSTALL_SYSTEM_DEPS = "bash scripts/install_system_deps.sh"
@@ -119,28 +151,54 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="do not require the eval extra's metric libraries (still checked and listed)",
     )
+    doctor.add_argument(
+        "--extra",
+        action="append",
+        metavar="NAME",
+        help="require this extra of osworld-gym to be complete (repeatable; 'all' for every "
+        "one; default: none, the extras are listed as information)",
+    )
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     doctor.set_defaults(func=doctor_command)
 
 
 def doctor_command(args: argparse.Namespace) -> int:
     """Run the ``doctor`` subcommand."""
+    declared = declared_extras()
+    wanted = list(dict.fromkeys(args.extra or ()))
+    unknown = [name for name in wanted if name not in declared]
+    if unknown:
+        sys.stderr.write(
+            f"osworld-gym doctor: error: unknown extra {', '.join(unknown)} (choose from "
+            f"{', '.join(declared) or 'none: osworld-gym metadata not found'})\n"
+        )
+        return 2
     checks = [
         *local_checks(launch=not args.no_launch),
         *docker_checks(args.docker_image),
         *qemu_checks(),
         *ray_checks(),
         *eval_checks(),
+        *extras_checks(required=expand_extras(wanted)),
     ]
     required = tuple(args.provider or ("local",))
+    # An extra with a section of its own, when asked for, makes that section required.
+    required_extras = expand_extras(wanted)
+    if "ray" in required_extras and "ray" not in required:
+        required = (*required, "ray")
+    eval_required = not args.no_eval or EVAL in required_extras
     works = {section: provider_works(checks, section) for section in SECTIONS}
-    needed = required if args.no_eval else (*required, EVAL)
+    needed = (*required, EXTRAS) if not eval_required else (*required, EVAL, EXTRAS)
     if args.json:
         payload = {
             "providers": {p: works[p] for p in PROVIDERS},
             "required": list(required),
             "eval": works[EVAL],
-            "eval_required": not args.no_eval,
+            "eval_required": eval_required,
+            "extras": {
+                c.name.removeprefix("extra: "): c.ok for c in checks if c.provider == EXTRAS
+            },
+            "extras_required": [e for e in required_extras if e not in OWN_SECTION_EXTRAS],
             "checks": [asdict(c) | {"status": c.status} for c in checks],
         }
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
@@ -159,7 +217,11 @@ def format_checks(checks: Sequence[Check], works: dict[str, bool]) -> str:
     lines: list[str] = []
     for provider in works:
         mine = [c for c in checks if c.provider == provider]
-        lines.append(f"{provider}: {'works' if works[provider] else 'NOT ready'}")
+        verdict = "works" if works[provider] else "NOT ready"
+        if provider == EXTRAS and works[provider]:
+            complete = sum(c.ok for c in mine)
+            verdict = f"{complete} of {len(mine)} complete (a WARN is an extra not installed)"
+        lines.append(f"{provider}: {verdict}")
         for check in mine:
             lines.append(f"  {check.status:<8} {check.name:<28} {check.detail}")
             if not check.ok and check.fix:
@@ -169,6 +231,11 @@ def format_checks(checks: Sequence[Check], works: dict[str, bool]) -> str:
     if fixes:
         lines.append("fixes, in order:")
         lines += [f"  {fix}" for fix in dict.fromkeys(fixes)]
+        lines.append("")
+    optional = [c.fix for c in checks if not c.ok and not c.required and c.provider == EXTRAS]
+    if optional:
+        lines.append("extras not installed (information; add those you need):")
+        lines += [f"  {fix}" for fix in dict.fromkeys(f for f in optional if f)]
     return "\n".join(lines).rstrip()
 
 
@@ -189,6 +256,7 @@ def local_checks(launch: bool = True) -> list[Check]:
         )
     )
     checks.append(_sandbox_check())
+    checks.append(_xlib_check())
     for module, package in (("Xlib", "python-xlib"), ("mss", "mss"), ("PIL", "pillow")):
         found = importlib.util.find_spec(module) is not None
         checks.append(
@@ -223,6 +291,20 @@ def _sandbox_check() -> Check:
         )
     detail = f"works: {support.detail}" if support.ok else support.detail
     return Check("local", "sandbox", support.ok, detail, fix)
+
+
+def _xlib_check() -> Check:
+    """python3-xlib absent.
+
+    A plain ``pip install pyautogui`` installs it, and it overwrites python-xlib's ``Xlib``
+    package with its own, older one.
+    """
+    try:
+        version = importlib.metadata.version("python3-xlib")
+    except importlib.metadata.PackageNotFoundError:
+        return Check("local", "python-xlib not overwritten", True, "python3-xlib not installed")
+    detail = f"python3-xlib {version} installed: it overwrote python-xlib's Xlib package"
+    return Check("local", "python-xlib not overwritten", False, detail, XLIB_FIX)
 
 
 def suite_apps() -> dict[str, tuple[str, str, list[str]]]:
@@ -296,7 +378,7 @@ def docker_checks(image: str) -> list[Check]:
             "python: docker (SDK)",
             sdk,
             _version("docker") if sdk else "not importable",
-            None if sdk else "pip install docker",
+            None if sdk else "pip install 'osworld-gym[docker]'",
         )
     )
     if cli is None:
@@ -410,35 +492,157 @@ def eval_checks() -> list[Check]:
     ]
 
 
+# --- extras -------------------------------------------------------------------------------
+
+
+def extras_checks(required: Iterable[str] = ()) -> list[Check]:
+    """One check per extra without a section of its own: all its libraries there, or the fix.
+
+    Args:
+        required: Extras whose absence fails doctor (``--extra``); the others are warnings.
+    """
+    declared = declared_extras()
+    wanted = set(required)
+    modules = _modules_by_distribution()
+    checks = []
+    for extra, requirements in declared.items():
+        if extra in OWN_SECTION_EXTRAS or (
+            requirements and all(_self_reference(r) for r in requirements)
+        ):
+            continue  # eval and ray have their sections; all and guest are made of others
+        dists = extra_distributions(extra)
+        if extra == "gui":
+            dists += [pin.split("==")[0] for pin in GUI_NO_DEPS]
+        fix = extra_fix(extra)
+        missing = [
+            dist
+            for dist in dists
+            if not _library_check(EXTRAS, dist, modules.get(_normalise(dist), []), fix).ok
+        ]
+        if missing:
+            detail = f"missing {', '.join(missing)}"
+        else:
+            detail = f"{len(dists)} installed" if dists else "nothing to install"
+        if extra in EXTRA_NOTES and missing:
+            detail += f"; {EXTRA_NOTES[extra]}"
+        checks.append(
+            Check(
+                EXTRAS,
+                f"extra: {extra}",
+                not missing,
+                detail,
+                fix if missing else None,
+                required=extra in wanted,
+            )
+        )
+    return checks
+
+
+def extra_fix(extra: str) -> str:
+    """The exact command that installs one extra of osworld-gym."""
+    if extra == "gui":
+        return GUI_FIX
+    command = f"pip install 'osworld-gym[{extra}]'"
+    if extra == "train" and importlib.util.find_spec("torch") is None:
+        return f"{CPU_TORCH} && {command}"  # the CPU torch first, or pip picks a CUDA build
+    return command
+
+
 def extra_distributions(extra: str) -> list[str]:
     """The packages (distribution names) of one of osworld-gym's extras, as setup.cfg lists them.
 
-    Read from the ``setup.cfg`` beside the imported package when it runs from a checkout (the
-    declaration its code was written against), else from the installed package's metadata.
+    An extra made of other extras (``all``, ``guest``) lists their packages, in order.
 
     Example:
         >>> "openpyxl" in extra_distributions("eval")
         True
     """
-    setup_cfg = Path(__file__).resolve().parents[2] / "setup.cfg"
+    declared = declared_extras()
+    names = [
+        _requirement_name(requirement)
+        for name in expand_extras([extra], declared)
+        for requirement in declared.get(name, [])
+        if not _self_reference(requirement)
+    ]
+    return list(dict.fromkeys(names))
+
+
+def declared_extras() -> dict[str, list[str]]:
+    """Each extra of osworld-gym -> its requirements, as declared (self-references included).
+
+    Read from the ``setup.cfg`` beside the imported package when it runs from a checkout (the
+    declaration its code was written against: an editable install's metadata can be older),
+    else from the installed distribution's metadata, which pip built from that file.
+    """
+    from_checkout = extras_from_setup_cfg(Path(__file__).resolve().parents[2] / "setup.cfg")
+    if from_checkout is not None:
+        return from_checkout
+    try:
+        metadata = importlib.metadata.metadata(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return {}
+    return extras_from_metadata(
+        metadata.get_all("Provides-Extra") or [], metadata.get_all("Requires-Dist") or []
+    )
+
+
+def extras_from_setup_cfg(setup_cfg: Path) -> dict[str, list[str]] | None:
+    """``[options.extras_require]`` of osworld-gym's ``setup.cfg``; None if it is not that file."""
     parser = configparser.ConfigParser()
     if setup_cfg.is_file():
         parser.read(setup_cfg)
-    if parser.get("metadata", "name", fallback=None) == "osworld-gym":
-        lines = parser.get("options.extras_require", extra, fallback="").splitlines()
-        names = [_requirement_name(line) for line in lines if line.strip()]
-    else:
-        try:
-            requires = importlib.metadata.requires("osworld-gym") or []
-        except importlib.metadata.PackageNotFoundError:
-            return []
-        wanted = re.compile(rf"""\bextra\s*==\s*["']{re.escape(extra)}["']""")
-        names = [
-            _requirement_name(req)
-            for req in requires
-            if ";" in req and wanted.search(req.split(";", 1)[1])
-        ]
-    return list(dict.fromkeys(names))
+    if parser.get("metadata", "name", fallback=None) != DISTRIBUTION:
+        return None
+    if not parser.has_section("options.extras_require"):
+        return {}
+    section = parser["options.extras_require"]
+    return {
+        extra: [line.strip() for line in section[extra].splitlines() if line.strip()]
+        for extra in section
+    }
+
+
+def extras_from_metadata(provides: Sequence[str], requires: Sequence[str]) -> dict[str, list[str]]:
+    """Extras from core metadata: ``Provides-Extra`` names, ``Requires-Dist`` with their markers.
+
+    Example:
+        >>> extras_from_metadata(["gui", "all"], ['pyperclip; extra == "gui"',
+        ...     'osworld-gym[gui]; extra == "all"', "numpy>=1.24"])
+        {'gui': ['pyperclip'], 'all': ['osworld-gym[gui]']}
+    """
+    extras: dict[str, list[str]] = {name: [] for name in provides}
+    marker = re.compile(r"""\bextra\s*==\s*["']([^"']+)["']""")
+    for requirement in requires:
+        if ";" not in requirement:
+            continue  # a core requirement
+        spec, condition = requirement.split(";", 1)
+        found = marker.search(condition)
+        if found:
+            extras.setdefault(found.group(1), []).append(spec.strip())
+    return extras
+
+
+def expand_extras(extras: Iterable[str], declared: dict[str, list[str]] | None = None) -> list[str]:
+    """The extras named, with those they are made of (``all`` -> ``gui``, ``eval``...)."""
+    declared = declared_extras() if declared is None else declared
+    out: list[str] = []
+    todo = list(extras)
+    while todo:
+        extra = todo.pop(0)
+        if extra in out:
+            continue
+        out.append(extra)
+        for requirement in declared.get(extra, ()):
+            todo += _self_reference(requirement)
+    return out
+
+
+def _self_reference(requirement: str) -> list[str]:
+    """``"osworld-gym[gui,eval]"`` -> ``["gui", "eval"]``; ``[]`` for another package."""
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*\[([^\]]*)\]", requirement)
+    if not match or _normalise(match.group(1)) != DISTRIBUTION:
+        return []
+    return [name.strip() for name in match.group(2).split(",") if name.strip()]
 
 
 def _requirement_name(requirement: str) -> str:

@@ -1,4 +1,4 @@
-"""``osworld-gym export SOURCE -o OUT --per step|trajectory``: trajectories as a Parquet dataset.
+"""``osworld-gym export SOURCE --output-dir OUT --per step|trajectory``: a Parquet dataset.
 
 ``SOURCE`` is a run folder in OSWorld's layout (what ``osworld-gym run`` writes), or the
 trainer's replay buffer: a ``replay.pkl`` file, a checkpoint folder holding one, or a trainer
@@ -12,9 +12,19 @@ as ``Image`` features (a ``{"bytes", "path"}`` struct holding the PNG as recorde
 
 gives PIL images. One row per step (the screen the action was chosen on, the model text, the
 action) suits SFT; one row per trajectory (every screen, every response) suits offline RL.
-Actions are JSON text: ``action`` as recorded (model text or typed actions), ``parsed_actions``
-as typed actions with screen pixels (``{"kind": "click", "x": ..., "y": ...}``).
-Needs ``pip install 'osworld-gym[export]'`` (pyarrow).
+``parsed_actions`` holds typed actions as structs (``kind``, ``x``, ``y``, ``text``, ``keys``,
+...: every typed action's fields, null where an action lacks one; see
+:mod:`~osworld_gym.commands.export_actions`), so ``datasets`` loads them as features; ``action``
+keeps the action exactly as recorded, as JSON text (model text or typed actions).
+
+Nothing local leaks into the data: image paths and ``source`` are relative to ``SOURCE``, and
+the runs' ``summary.json`` settings (absolute paths in them anonymised) travel in every file's
+schema metadata and in the dataset card, ``README.md``, whose front matter points the Hugging
+Face Hub at the Parquet files (:mod:`~osworld_gym.commands.dataset_card`). A trajectory file
+that cannot be read stops the export with an error naming it; ``skip_broken`` leaves such
+tasks out with a warning instead.
+
+Needs ``pip install 'osworld-gym[export]'`` (pyarrow; datasets, whose PyYAML writes the card).
 """
 
 from __future__ import annotations
@@ -29,7 +39,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from osworld_gym.commands.results import TaskRecord, read_run, recorded_action
+from osworld_gym.commands.dataset_card import CARD_FILE, render_card
+from osworld_gym.commands.export_actions import action_feature, action_rows
+from osworld_gym.commands.export_metadata import METADATA_KEY, export_metadata
+from osworld_gym.commands.results import (
+    TASK_FILE,
+    TRAJECTORY_FILE,
+    TaskRecord,
+    find_task_dirs,
+    read_task,
+    recorded_action,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +65,8 @@ def _list(feature: Mapping[str, Any]) -> dict[str, Any]:
     return {"feature": dict(feature), "_type": "List"}
 
 
+_ACTIONS = _list(action_feature())
+
 STEP_FEATURES: dict[str, dict[str, Any]] = {
     "task_id": _STRING,
     "domain": _STRING,
@@ -54,7 +76,7 @@ STEP_FEATURES: dict[str, dict[str, Any]] = {
     "image": _IMAGE,
     "response": _STRING,
     "action": _STRING,
-    "parsed_actions": _STRING,
+    "parsed_actions": _ACTIONS,
     "action_kinds": _list(_STRING),
     "parse_error": _STRING,
     "reward": _FLOAT,
@@ -63,7 +85,7 @@ STEP_FEATURES: dict[str, dict[str, Any]] = {
     "num_steps": _INT,
     "source": _STRING,
 }
-"""Columns of ``--per step`` (``datasets`` feature dicts)."""
+"""Columns of ``--per step`` (``datasets`` feature dicts; a plain dict is a struct)."""
 
 TRAJECTORY_FEATURES: dict[str, dict[str, Any]] = {
     "task_id": _STRING,
@@ -75,12 +97,58 @@ TRAJECTORY_FEATURES: dict[str, dict[str, Any]] = {
     "images": _list(_IMAGE),
     "responses": _list(_STRING),
     "actions": _list(_STRING),
-    "parsed_actions": _list(_STRING),
+    "parsed_actions": _list(_ACTIONS),
     "parse_errors": _list(_STRING),
     "rewards": _list(_FLOAT),
     "source": _STRING,
 }
 """Columns of ``--per trajectory``: ``images`` has one more entry than steps (the final screen)."""
+
+_SOURCE_DOC = (
+    "where the episode came from, relative to the exported folder: a task folder, or "
+    "`replay.pkl#<entry>`"
+)
+STEP_COLUMNS: dict[str, str] = {
+    "task_id": "the task's id",
+    "domain": "its domain (empty when the source does not say)",
+    "instruction": "the task's instruction, as the agent saw it",
+    "rollout": "rollout index (0 for evaluation runs)",
+    "step": "step number, from 1",
+    "image": "the screen the action was chosen on (PNG as recorded; its path is relative)",
+    "response": "the model's raw text (null for scripted agents)",
+    "action": "the action exactly as recorded, as JSON text (model text or typed actions)",
+    "parsed_actions": "the typed actions it parsed to, as structs (see Actions)",
+    "action_kinds": "their kinds, in order",
+    "parse_error": "why the action did not parse, null when it did",
+    "reward": "the step's reward",
+    "done": "whether this is the episode's last step",
+    "score": "the episode's score (null: not scored)",
+    "num_steps": "the episode's step count",
+    "source": _SOURCE_DOC,
+}
+"""What each ``--per step`` column holds (the dataset card's table)."""
+TRAJECTORY_COLUMNS: dict[str, str] = {
+    "task_id": "the task's id",
+    "domain": "its domain (empty when the source does not say)",
+    "instruction": "the task's instruction, as the agent saw it",
+    "rollout": "rollout index (0 for evaluation runs)",
+    "score": "the episode's score (null: not scored)",
+    "num_steps": "its step count",
+    "images": "every screen: the one each step acted on, then the final screen",
+    "responses": "the model's raw text per step",
+    "actions": "each step's action exactly as recorded, as JSON text",
+    "parsed_actions": "each step's typed actions, as lists of structs (see Actions)",
+    "parse_errors": "each step's parse error, null when it parsed",
+    "rewards": "each step's reward",
+    "source": _SOURCE_DOC,
+}
+"""What each ``--per trajectory`` column holds."""
+assert STEP_COLUMNS.keys() == STEP_FEATURES.keys(), "every step column is documented"
+assert TRAJECTORY_COLUMNS.keys() == TRAJECTORY_FEATURES.keys(), "every column is documented"
+
+
+class BrokenTrajectoryError(ValueError):
+    """A task folder whose records cannot be read (bad JSON, a malformed action)."""
 
 
 @dataclass
@@ -94,9 +162,10 @@ class Episode:
         rollout: Rollout index (0 for evaluation runs).
         score: The episode's score, None when not scored.
         screens: ``(png bytes or None, name)`` per step's screen, then the final screen.
-        steps: Per step: ``response``, ``action`` (JSON), ``parsed_actions`` (JSON),
-            ``kinds``, ``parse_error``, ``reward``.
-        source: Where it came from.
+        steps: Per step: ``response``, ``action`` (JSON), ``parsed_actions`` (struct rows,
+            see :func:`~osworld_gym.commands.export_actions.action_rows`), ``kinds``,
+            ``parse_error``, ``reward``.
+        source: Where it came from, relative to what is exported (no local path).
     """
 
     task_id: str
@@ -111,35 +180,62 @@ class Episode:
 
 def add_parser(sub: Any) -> None:
     """Register ``export``."""
+    from osworld_gym.cli_options import add_output_dir, positive_int
+
     export = sub.add_parser("export", help="export trajectories as a Parquet dataset")
     export.add_argument("source", help="a run folder, replay.pkl, checkpoint or trainer output")
-    export.add_argument("-o", "--output", required=True, help="the dataset folder to write")
-    export.add_argument("--per", choices=["step", "trajectory"], default="step")
+    add_output_dir(
+        export,
+        None,
+        "the dataset folder to write (required)",
+        old=("-o", "--output"),
+        required=True,
+    )
+    export.add_argument(
+        "--per", choices=["step", "trajectory"], default="step", help="what one row is"
+    )
     export.add_argument("--min-score", type=float, help="keep episodes scoring at least this")
-    export.add_argument("--rows-per-file", type=int, default=5000)
+    export.add_argument(
+        "--rows-per-file", type=positive_int, default=5000, help="rows per Parquet file at most"
+    )
+    export.add_argument(
+        "--skip-broken",
+        action="store_true",
+        help="leave out, with a warning, task folders whose traj.jsonl or task.json cannot be "
+        "read (default: stop with an error naming the file)",
+    )
     export.set_defaults(func=export_command)
 
 
 def export_command(args: argparse.Namespace) -> int:
     """Run the ``export`` subcommand."""
     source = Path(args.source)
+    output = Path(args.output_dir)
+    skip_broken = bool(args.skip_broken)
     try:
-        episodes = list(_filter(load_episodes(source), args.min_score))
+        check_output(output)
+        episodes = list(_filter(load_episodes(source, skip_broken=skip_broken), args.min_score))
     except (OSError, ValueError, pickle.UnpicklingError) as e:
-        sys.stderr.write(f"osworld-gym export: {e}\n")
+        hint = ""
+        if isinstance(e, BrokenTrajectoryError):
+            hint = ", or leave such tasks out with --skip-broken"
+        sys.stderr.write(f"osworld-gym export: {e}{hint}\n")
         return 1
     if not episodes:
         sys.stderr.write(f"osworld-gym export: no trajectories to export from {source}\n")
         return 1
     try:
-        files, rows = write_dataset(episodes, Path(args.output), args.per, args.rows_per_file)
+        metadata = export_metadata(source, _replay_file(source), args.per)
+        files, rows = write_dataset(
+            episodes, output, args.per, args.rows_per_file, metadata=metadata
+        )
     except ImportError as e:
-        sys.stderr.write(f"osworld-gym export needs pyarrow ({e}): {INSTALL_HINT}\n")
+        sys.stderr.write(f"osworld-gym export needs its extra ({e}): {INSTALL_HINT}\n")
         return 1
     sys.stdout.write(
-        f"{rows} {args.per} rows (of {len(episodes)} episodes) in {len(files)} file(s) under "
-        f"{args.output}; load with datasets.load_dataset('parquet', "
-        f"data_files='{Path(args.output) / '*.parquet'}')\n"
+        f"{rows} {args.per} rows (of {len(episodes)} episodes) in {len(files)} file(s) and "
+        f"{CARD_FILE} under {output}; load with datasets.load_dataset('parquet', "
+        f"data_files='{output / '*.parquet'}')\n"
     )
     return 0
 
@@ -150,26 +246,107 @@ def _filter(episodes: Iterable[Episode], min_score: float | None) -> Iterator[Ep
             yield episode
 
 
+def check_output(output: Path) -> None:
+    """Refuse a dataset folder whose ``README.md`` is not a card an export wrote.
+
+    A re-export replaces the dataset whole (its Parquet files and card); a folder holding
+    someone's own README (``--output-dir .`` in a project) must not lose it.
+
+    Raises:
+        ValueError: ``output`` is a file, or holds a README.md of its own.
+    """
+    if output.exists() and not output.is_dir():
+        raise ValueError(f"{output} is a file, not a dataset folder")
+    card = output / CARD_FILE
+    if card.is_file() and _card_metadata(card) is None:
+        raise ValueError(
+            f"{card} was not written by osworld-gym export; choose another output folder "
+            "(an export replaces the dataset folder's README.md and train-*.parquet)"
+        )
+
+
+def _card_metadata(card: Path) -> dict[str, Any] | None:
+    """The front matter of a card an export wrote, None for any other README."""
+    text = card.read_text(errors="replace")
+    if not text.startswith("---\n") or "\n---\n" not in text[3:]:
+        return None
+    try:
+        import yaml
+
+        front = yaml.safe_load(text[4 : text.index("\n---\n", 3)])
+    except ImportError:  # no PyYAML, no card to compare: recognise ours by its key alone
+        return {} if f"\n{METADATA_KEY}:" in text else None
+    except yaml.YAMLError:
+        return None
+    return front if isinstance(front, dict) and METADATA_KEY in front else None
+
+
 # --- sources ------------------------------------------------------------------------------
 
 
-def load_episodes(source: Path) -> Iterator[Episode]:
+def load_episodes(source: Path, *, skip_broken: bool = False) -> Iterator[Episode]:
     """The episodes of a run folder or of a replay buffer (see the module docstring).
+
+    Args:
+        source: The run folder (or a result dir, domain or task folder), or a replay buffer.
+        skip_broken: Leave out, with a warning, the task folders whose records cannot be read;
+            by default the first one raises.
 
     Raises:
         ValueError: ``source`` is neither.
+        BrokenTrajectoryError: A task folder cannot be read (names the file and why).
     """
     replay = _replay_file(source)
     if replay is not None:
-        yield from replay_episodes(replay)
+        yield from replay_episodes(replay, root=source)
         return
     if not source.is_dir():
         raise ValueError(f"{source} is neither a run folder nor a replay buffer")
-    records = read_run(source)
-    if not records:
+    task_dirs = find_task_dirs(source)
+    if not task_dirs:
         raise ValueError(f"no task folders (traj.jsonl, result.txt) under {source}")
-    for record in records:
-        yield run_episode(record)
+    records = []
+    for task_dir in task_dirs:
+        record = _guarded(task_dir, skip_broken, read_task, task_dir)
+        if record is not None:
+            records.append(record)
+    # The order of read_run: by domain, then task.
+    for record in sorted(records, key=lambda r: (r.domain, r.task_id)):
+        episode = _guarded(record.task_dir, skip_broken, run_episode, record, source)
+        if episode is not None:
+            yield episode
+
+
+def _guarded(task_dir: Path, skip_broken: bool, read: Any, *args: Any) -> Any:
+    """``read(*args)``; a record that cannot be read raises, or is skipped with a warning."""
+    try:
+        return read(*args)
+    except ValueError as e:  # bad JSON or text (ValueErrors both), malformed actions
+        reason = f"{task_dir}: {_bad_file(task_dir) or e}"
+    if skip_broken:
+        logger.warning("%s; left out of the export", reason)
+        return None
+    raise BrokenTrajectoryError(f"{reason}; fix or remove the file")
+
+
+def _bad_file(task_dir: Path) -> str | None:
+    """Which of the task's JSON files is broken, and where (None: they all parse)."""
+    for name in (TASK_FILE, TRAJECTORY_FILE):
+        path = task_dir / name
+        if not path.is_file():
+            continue
+        try:
+            lines = path.read_text().splitlines() if name == TRAJECTORY_FILE else [path.read_text()]
+        except ValueError as e:
+            return f"{name} is not UTF-8 text ({e})"
+        for number, line in enumerate(lines, start=1):
+            try:
+                if line.strip():
+                    json.loads(line)
+            except ValueError as e:
+                where = f" line {number}" if name == TRAJECTORY_FILE else ""
+                return f"{name}{where} is not valid JSON ({e})"
+    return None
 
 
 def _replay_file(source: Path) -> Path | None:
@@ -185,26 +362,50 @@ def _replay_file(source: Path) -> Path | None:
     return None
 
 
-def run_episode(record: TaskRecord) -> Episode:
-    """One task folder of a run as an episode."""
+def _relative(path: Path, root: Path) -> str:
+    """``path`` relative to the exported ``root`` (its own name when ``root`` is the file)."""
+    base = root if root.is_dir() else root.parent
+    try:
+        relative = path.resolve().relative_to(base.resolve()).as_posix()
+    except ValueError:  # not under the source (a summary found above it): no local prefix
+        relative = path.name
+    return path.resolve().name if relative == "." else relative
+
+
+def run_episode(record: TaskRecord, root: Path | None = None) -> Episode:
+    """One task folder of a run as an episode.
+
+    Args:
+        record: The task folder, read.
+        root: What is exported: paths are made relative to it (by default the run folder,
+            two levels above the task folder).
+
+    Raises:
+        ValueError: A step's ``parsed_actions`` are malformed.
+    """
+    root = record.task_dir.parent.parent if root is None else root
+    task = _relative(record.task_dir, root)
     screens: list[tuple[bytes | None, str | None]] = []
     steps = []
     for step in record.steps:
-        screens.append(_read_screen(record, record.observation_path(step)))
-        parsed = step.get("parsed_actions") or []
+        screens.append(_read_screen(record.observation_path(step), task))
+        try:
+            parsed = action_rows(step.get("parsed_actions"))
+        except ValueError as e:
+            raise ValueError(f"{TRAJECTORY_FILE} step {step.get('step_num')}: {e}") from e
         info = step.get("info") or {}
         steps.append(
             {
                 "response": step.get("response"),
                 "action": json.dumps(step.get("action"), ensure_ascii=False),
-                "parsed_actions": json.dumps(parsed, ensure_ascii=False),
-                "kinds": [str(a.get("kind")) for a in parsed],
+                "parsed_actions": parsed,
+                "kinds": [str(a["kind"]) for a in parsed],
                 "parse_error": info.get("parse_error"),
                 "reward": float(step.get("reward") or 0.0),
             }
         )
     final = record.steps[-1].get("screenshot_file") if record.steps else None
-    screens.append(_read_screen(record, record.task_dir / str(final) if final else None))
+    screens.append(_read_screen(record.task_dir / str(final) if final else None, task))
     return Episode(
         task_id=record.task_id,
         domain=record.domain,
@@ -213,21 +414,26 @@ def run_episode(record: TaskRecord) -> Episode:
         score=record.score,
         screens=screens,
         steps=steps,
-        source=str(record.task_dir),
+        source=task,
     )
 
 
-def _read_screen(record: TaskRecord, path: Path | None) -> tuple[bytes | None, str | None]:
+def _read_screen(path: Path | None, task: str) -> tuple[bytes | None, str | None]:
+    """The PNG's bytes and its path relative to the exported folder (``<task>/<file>``)."""
     if path is None or not path.is_file():
         return None, None
-    return path.read_bytes(), str(path.relative_to(record.task_dir.parent.parent))
+    return path.read_bytes(), f"{task}/{path.name}"
 
 
-def replay_episodes(path: Path) -> Iterator[Episode]:
+def replay_episodes(path: Path, root: Path | None = None) -> Iterator[Episode]:
     """The stored trajectories of the trainer's replay buffer (``ReplayBuffer.save``).
 
     Read without the trainer (no torch): the file is a pickled ``state_dict`` whose entries hold
     :class:`~osworld_gym.pool.Trajectory` records.
+
+    Args:
+        path: The ``replay.pkl`` file.
+        root: What is exported: ``source`` is relative to it (by default the file itself).
 
     Raises:
         ValueError: The file is not a replay buffer.
@@ -236,6 +442,7 @@ def replay_episodes(path: Path) -> Iterator[Episode]:
         state = pickle.load(f)  # noqa: S301 - the user's own buffer (documented)
     if not isinstance(state, Mapping) or state.get("format") != "osworld-arpo-replay":
         raise ValueError(f"{path} is not an osworld-arpo replay buffer")
+    where = _relative(path, path if root is None else root)
     for entry in sorted(state.get("entries") or [], key=lambda e: e.get("seq", 0)):
         trajectory = entry["trajectory"]
         screens: list[tuple[bytes | None, str | None]] = []
@@ -243,13 +450,15 @@ def replay_episodes(path: Path) -> Iterator[Episode]:
         for i, step in enumerate(trajectory.steps):
             name = f"{trajectory.task_id}/r{trajectory.rollout}/step_{i}.png"
             screens.append((step.screenshot, name if step.screenshot else None))
-            parsed = [] if isinstance(step.action, str) else recorded_action(step.action)
+            # Model text has no parsed form in the buffer (its dialect is not recorded there).
+            recorded = recorded_action(step.action)
+            parsed = [] if isinstance(step.action, str) else action_rows(recorded)
             steps.append(
                 {
                     "response": step.text,
-                    "action": json.dumps(recorded_action(step.action), ensure_ascii=False),
-                    "parsed_actions": json.dumps(parsed, ensure_ascii=False),
-                    "kinds": [str(a.get("kind")) for a in parsed if isinstance(a, Mapping)],
+                    "action": json.dumps(recorded, ensure_ascii=False),
+                    "parsed_actions": parsed,
+                    "kinds": [str(a["kind"]) for a in parsed],
                     "parse_error": step.parse_error,
                     "reward": float(step.reward),
                 }
@@ -265,7 +474,7 @@ def replay_episodes(path: Path) -> Iterator[Episode]:
             score=trajectory.score,
             screens=screens,
             steps=steps,
-            source=f"{path}#{entry.get('seq')}",
+            source=f"{where}#{entry.get('seq')}",
         )
 
 
@@ -318,12 +527,22 @@ def trajectory_row(episode: Episode) -> dict[str, Any]:
     }
 
 
-def arrow_schema(features: Mapping[str, Mapping[str, Any]]) -> Any:
-    """The Arrow schema of ``datasets`` features, with the metadata ``datasets`` reads."""
+def arrow_schema(
+    features: Mapping[str, Mapping[str, Any]], metadata: Mapping[str, Any] | None = None
+) -> Any:
+    """The Arrow schema of ``datasets`` features, with the metadata ``datasets`` reads.
+
+    Args:
+        features: Column name to ``datasets`` feature dict (a dict without ``_type`` is a
+            struct of features).
+        metadata: The export's description, stored under :data:`METADATA_KEY` as JSON.
+    """
     import pyarrow as pa
 
     def arrow_type(feature: Mapping[str, Any]) -> Any:
-        kind = feature["_type"]
+        kind = feature.get("_type")
+        if kind is None:
+            return pa.struct([(name, arrow_type(sub)) for name, sub in feature.items()])
         if kind == "Image":
             return pa.struct([("bytes", pa.binary()), ("path", pa.string())])
         if kind == "List":
@@ -331,26 +550,49 @@ def arrow_schema(features: Mapping[str, Mapping[str, Any]]) -> Any:
         return {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(),
                 "bool": pa.bool_()}[feature["dtype"]]  # fmt: skip
 
-    metadata = {"huggingface": json.dumps({"info": {"features": dict(features)}})}
+    schema_metadata = {"huggingface": json.dumps({"info": {"features": dict(features)}})}
+    if metadata is not None:
+        schema_metadata[METADATA_KEY] = json.dumps(metadata, ensure_ascii=False)
     fields = [pa.field(name, arrow_type(feature)) for name, feature in features.items()]
-    return pa.schema(fields, metadata=metadata)
+    return pa.schema(fields, metadata=schema_metadata)
 
 
 def write_dataset(
-    episodes: Iterable[Episode], output: Path, per: str, rows_per_file: int = 5000
+    episodes: Iterable[Episode],
+    output: Path,
+    per: str,
+    rows_per_file: int = 5000,
+    *,
+    metadata: Mapping[str, Any] | None = None,
 ) -> tuple[list[Path], int]:
-    """Write the rows as ``train-NNNNN.parquet`` files; return the files and the row count."""
+    """Write the rows as ``train-NNNNN.parquet`` files and, with ``metadata``, the card.
+
+    Args:
+        episodes: What to write.
+        output: The dataset folder (created; its earlier Parquet files are removed).
+        per: ``step`` or ``trajectory``.
+        rows_per_file: Rows per Parquet file.
+        metadata: :func:`~osworld_gym.commands.export_metadata.export_metadata`'s dict: stored
+            in every file's schema metadata and in ``README.md``, the dataset card.
+
+    Returns:
+        The files written and the row count.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     features = STEP_FEATURES if per == "step" else TRAJECTORY_FEATURES
-    schema = arrow_schema(features)
+    schema = arrow_schema(features, metadata)
     output.mkdir(parents=True, exist_ok=True)
     for stale in output.glob("train-*.parquet"):  # a re-export replaces the dataset whole
         stale.unlink()
 
+    counted = 0
+
     def rows() -> Iterator[dict[str, Any]]:
+        nonlocal counted
         for episode in episodes:
+            counted += 1
             if per == "step":
                 yield from step_rows(episode)
             else:
@@ -387,4 +629,10 @@ def write_dataset(
     finally:
         if writer is not None:
             writer.close()
+    if metadata is not None:
+        columns = STEP_COLUMNS if per == "step" else TRAJECTORY_COLUMNS
+        card = render_card(
+            metadata, columns, rows=total, episodes=counted, files=[f.name for f in files]
+        )
+        (output / CARD_FILE).write_text(card)
     return files, total

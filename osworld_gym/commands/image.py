@@ -2,50 +2,137 @@
 
 A front door to :func:`osworld_gym.providers.docker_image.build_image` (Debian packages
 through debootstrap, ``docker import``, then ``docker build``; nothing pulled from a
-registry). The recipe is part of the source checkout, not of the wheel: run it from a checkout
-or point ``--recipe-dir`` (or ``$OSWORLD_GYM_VM_IMAGES``) at its ``vm_images`` folder.
+registry). The recipe ships with the package (``osworld_gym/vm_images``, package data) and is
+also the ``vm_images`` folder of a source checkout. It is looked up in this order: ``--recipe-dir``,
+``$OSWORLD_GYM_VM_IMAGES``, the checkout this package runs from (an editable install), the copy
+installed with the package, then the current folder and its parents.
+
+``--dry-run`` only says which recipe would be used, its base hash and its files: no docker, no
+root.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.resources
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+RECIPE_ENV = "OSWORLD_GYM_VM_IMAGES"
+"""Environment variable naming a ``vm_images`` folder (the same as ``docker_image``'s)."""
+RECIPE_MARKER = "build_rootfs.sh"
+
+
+class RecipeNotFound(LookupError):
+    """No folder holding ``build_rootfs.sh`` where the recipe is looked up."""
+
 
 def add_parser(sub: Any) -> None:
     """Register ``image``."""
-    image = sub.add_parser("image", help="build guest images from vm_images/ recipes")
+    image = sub.add_parser("image", help="build guest images from the vm_images/ recipes")
     actions = image.add_subparsers(dest="image_action", required=True)
-    build = actions.add_parser("build", help="build (or find cached) osworld-gym/desktop")
-    build.add_argument("--recipe-dir", help="the vm_images folder (default: this checkout's)")
-    build.add_argument("--cache-dir", help="root filesystem tarball cache")
+    build = actions.add_parser(
+        "build",
+        help="build (or find cached) osworld-gym/desktop",
+        description="Build (or find in the caches) the docker provider's desktop image "
+        "osworld-gym/desktop from Debian packages. The recipe ships with the package.",
+    )
+    build.add_argument(
+        "--recipe-dir",
+        help=f"the vm_images folder (default: ${RECIPE_ENV}, the checkout's, or the installed one)",
+    )
+    build.add_argument(
+        "--cache-dir", help="root filesystem tarball cache (default: the provider's)"
+    )
     build.add_argument("--repository", help="image repository (default osworld-gym/desktop)")
     build.add_argument("--base-url", help="docker engine (default: DOCKER_HOST or the socket)")
     build.add_argument("--rebuild", action="store_true", help="redo the project layer")
+    build.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the recipe folder, its base hash and files; build nothing",
+    )
     build.set_defaults(func=image_build_command)
+
+
+def packaged_recipe_dir() -> Path | None:
+    """The recipe installed with the package (``osworld_gym/vm_images``), if it is there."""
+    try:
+        folder = importlib.resources.files("osworld_gym") / "vm_images"
+    except ModuleNotFoundError:  # pragma: no cover - osworld_gym is the running package
+        return None
+    # A wheel install unpacks into a real folder; the scripts must be run from a path.
+    path = Path(str(folder))
+    return path.resolve() if (path / RECIPE_MARKER).is_file() else None
+
+
+def find_recipe_dir(recipe_dir: str | Path | None = None) -> Path:
+    """The ``vm_images`` folder to build from (the order is in the module's docstring).
+
+    Args:
+        recipe_dir: A folder the user named: it must hold the recipe (no fallback to another).
+
+    Raises:
+        RecipeNotFound: the named folder holds no recipe, or none was found anywhere.
+    """
+    if recipe_dir is not None:
+        named = Path(recipe_dir)
+        if not (named / RECIPE_MARKER).is_file():
+            raise RecipeNotFound(
+                f"{recipe_dir} holds no {RECIPE_MARKER}; point --recipe-dir at a vm_images folder "
+                "(an osworld-gym checkout's, or osworld_gym/vm_images of an installed one)"
+            )
+        return named.resolve()
+    candidates: list[Path] = []
+    if os.environ.get(RECIPE_ENV):
+        candidates.append(Path(os.environ[RECIPE_ENV]))
+    candidates.append(Path(__file__).resolve().parents[2] / "vm_images")  # a checkout
+    packaged = packaged_recipe_dir()
+    if packaged is not None:
+        candidates.append(packaged)
+    cwd = Path.cwd().resolve()
+    candidates += [folder / "vm_images" for folder in (cwd, *cwd.parents)]
+    for candidate in candidates:
+        if (candidate / RECIPE_MARKER).is_file():
+            return candidate.resolve()
+    raise RecipeNotFound(
+        f"cannot find vm_images/{RECIPE_MARKER}: this osworld-gym was installed without its "
+        f"recipes; set {RECIPE_ENV} or --recipe-dir to a checkout's vm_images folder"
+    )
+
+
+def recipe_files(recipe: Path) -> list[str]:
+    """The recipe's files, relative to its folder, sorted (no caches)."""
+    return sorted(
+        path.relative_to(recipe).as_posix()
+        for path in recipe.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    )
 
 
 def image_build_command(args: argparse.Namespace) -> int:
     """Run ``image build``."""
     try:
+        recipe = find_recipe_dir(args.recipe_dir)
+    except RecipeNotFound as e:
+        sys.stderr.write(f"osworld-gym image build: {e}\n")
+        return 1
+    if args.dry_run:
+        return _dry_run(recipe)
+    try:
         from osworld_gym.providers import docker_image
     except ImportError as e:  # the docker SDK is an optional dependency
         sys.stderr.write(
-            f"osworld-gym image build needs the docker SDK ({e}); pip install docker\n"
+            f"osworld-gym image build needs the docker SDK ({e}): "
+            "pip install 'osworld-gym[docker]'\n"
         )
         return 1
     from osworld_gym.errors import OSWorldGymError
 
-    if args.recipe_dir and not (Path(args.recipe_dir) / "build_rootfs.sh").is_file():
-        # A folder the user named must be the recipe: never fall back to another one.
-        sys.stderr.write(
-            f"osworld-gym image build: {args.recipe_dir} holds no build_rootfs.sh; point "
-            "--recipe-dir at the vm_images folder of an osworld-gym checkout\n"
-        )
-        return 1
-    kwargs: dict[str, Any] = {"recipe_dir": args.recipe_dir, "rebuild": args.rebuild}
+    kwargs: dict[str, Any] = {"recipe_dir": recipe, "rebuild": args.rebuild}
     if args.cache_dir:
         kwargs["cache_dir"] = args.cache_dir
     if args.repository:
@@ -53,7 +140,6 @@ def image_build_command(args: argparse.Namespace) -> int:
     if args.base_url:
         kwargs["base_url"] = args.base_url
     try:
-        recipe = docker_image.find_recipe_dir(args.recipe_dir)
         sys.stderr.write(f"building from {recipe} (the first build debootstraps: minutes)\n")
         built = docker_image.build_image(**kwargs)
     except OSWorldGymError as e:  # a failed step, or the docker SDK missing (with its hint)
@@ -64,4 +150,30 @@ def image_build_command(args: argparse.Namespace) -> int:
         f"ready in {built.seconds:.0f} s; base {'built' if built.built_base else 'cached'}, "
         f"image {'built' if built.built_image else 'reused'}\n"
     )
+    return 0
+
+
+def _dry_run(recipe: Path) -> int:
+    """Print the recipe that would be used: folder, base hash, files."""
+    try:
+        done = subprocess.run(
+            ["bash", str(recipe / RECIPE_MARKER), "--print-hash"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        sys.stderr.write(f"osworld-gym image build: cannot run {RECIPE_MARKER}: {e}\n")
+        return 1
+    if done.returncode != 0:
+        why = (done.stderr or done.stdout).strip().splitlines()
+        sys.stderr.write(
+            f"osworld-gym image build: {RECIPE_MARKER} --print-hash failed: "
+            f"{why[-1] if why else f'exit status {done.returncode}'}\n"
+        )
+        return 1
+    lines = [f"recipe: {recipe}", f"base hash: {done.stdout.strip()}", "files:"]
+    lines += [f"  {name}" for name in recipe_files(recipe)]
+    sys.stdout.write("\n".join(lines) + "\n")
     return 0

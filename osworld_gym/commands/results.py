@@ -1,7 +1,7 @@
 """OSWorld's results layout: one folder per task with its screenshots, ``traj.jsonl`` and score.
 
 ``<result_dir>/<action_space>/<observation_type>/<model>/<domain>/<task_id>/`` holds, as
-OSWorld's run scripts write it (``specs/osworld.md`` §3.8):
+OSWorld's run scripts write it (``docs/design/evaluators.md#results-layout``):
 
 * ``step_<n>_<timestamp>.png`` -- the screen after step ``n`` (``step_0_...`` is the screen
   after the reset, which step 1 acted on: an addition of ours, so every action has its screen);

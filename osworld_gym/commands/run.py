@@ -5,7 +5,7 @@ task at once). Each finished task is written in OSWorld's layout (:mod:`.results
 ends, the progress display counts it, and ``summary.json`` is rewritten, so a run killed at any
 point keeps every finished task. Rerunning the same command skips the tasks that have a
 ``result.txt`` and runs the rest; a rerun whose score-relevant settings differ from the run
-folder's is refused (use another ``--result-dir`` or ``--model``).
+folder's is refused (use another ``--output-dir`` or ``--model``).
 
 A task that cannot be scored is an error, never a 0: its episode could not start (a setup step
 failed), an infrastructure fault cut it, or it could not be evaluated (a metric library that is
@@ -14,8 +14,12 @@ not installed names ``pip install 'osworld-gym[eval]'``). Its folder gets ``erro
 runs it again. ``summary.json`` also records the evaluation mode (``--evaluation``), the seed and
 the versions of Python, osworld-gym and the metric libraries (``versions``).
 
+``--agent openai`` first asks the server for ``GET {--base-url}/models`` (a few seconds at
+most): an unreachable server or an error answer stops the run before any desktop starts.
+
 Exit status: 0 when every task was scored, 1 when some could not be (listed in the summary;
-``--allow-errors`` exits 0 all the same), 2 for bad arguments, 130 when interrupted.
+``--allow-errors`` exits 0 all the same) or when the model server of ``--agent openai`` does not
+answer, 2 for bad arguments, 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -30,7 +34,21 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from osworld_gym.commands.agents import BUILTIN_AGENTS, Agent, AgentOptions, TimedPolicy, make_agent
+from osworld_gym.cli_options import (
+    add_output_dir,
+    one_line,
+    positive_int,
+    screen_size,
+)
+from osworld_gym.commands.agents import (
+    BUILTIN_AGENTS,
+    Agent,
+    AgentOptions,
+    EndpointError,
+    TimedPolicy,
+    check_openai_endpoint,
+    make_agent,
+)
 from osworld_gym.commands.progress import Progress
 from osworld_gym.commands.results import (
     Dialect,
@@ -50,6 +68,7 @@ from osworld_gym.commands.summary import (
     write_summary,
 )
 from osworld_gym.env_config import EVALUATION_MODES
+from osworld_gym.providers import PROVIDER_NAMES
 from osworld_gym.tasks import Task, TaskSet, load_tasks
 from osworld_gym.version import __version__
 
@@ -74,23 +93,37 @@ def add_parser(sub: Any) -> None:
     run.add_argument("--tasks", default="desktop-basics", help="suite, folder or index JSON")
     run.add_argument("--domain", action="append", help="only this domain (repeatable)")
     run.add_argument("--task-id", action="append", dest="task_ids", help="only this task")
-    run.add_argument("--limit", type=int, help="at most this many tasks (after filters)")
+    run.add_argument("--limit", type=positive_int, help="at most this many tasks (after filters)")
     run.add_argument(
         "--agent",
         default="oracle",
         help=f"{', '.join(BUILTIN_AGENTS)}, or module:callable (a batched pool policy)",
     )
-    run.add_argument("--agent-arg", action="append", default=[], metavar="KEY=VALUE")
+    run.add_argument(
+        "--agent-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="module:callable: an argument of its factory (repeatable)",
+    )
     run.add_argument("--model", help="served model (openai); results folder name otherwise")
-    run.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="openai: API root")
+    run.add_argument(
+        "--base-url",
+        default="http://127.0.0.1:8000/v1",
+        help="openai: API root (checked with GET /models before any desktop starts)",
+    )
     run.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai: key variable")
-    run.add_argument("--temperature", type=float, default=0.6)
-    run.add_argument("--top-p", type=float, default=0.9)
-    run.add_argument("--max-new-tokens", type=int, default=1500)
+    run.add_argument("--temperature", type=float, default=0.6, help="openai: sampling temperature")
+    run.add_argument("--top-p", type=float, default=0.9, help="openai: nucleus sampling mass")
+    run.add_argument(
+        "--max-new-tokens", type=positive_int, default=1500, help="openai: tokens per response"
+    )
     run.add_argument(
         "--history-images", type=int, default=5, help="openai: screenshots per prompt (0: all)"
     )
-    run.add_argument("--provider", default="local", help="local, docker, qemu or remote")
+    run.add_argument(
+        "--provider", choices=PROVIDER_NAMES, default="local", help="where the desktops run"
+    )
     run.add_argument("--image", help="the provider's desktop image (recorded in the summary)")
     run.add_argument(
         "--guest-url",
@@ -106,11 +139,23 @@ def add_parser(sub: Any) -> None:
         help="remote: the environment variable holding the guests' token (kept off the "
         "command line, which the summary records)",
     )
-    run.add_argument("--num-envs", type=int, default=1)
-    run.add_argument("--max-steps", type=int, default=15)
+    run.add_argument(
+        "--num-envs", type=positive_int, default=1, help="desktops running episodes at once"
+    )
+    run.add_argument("--max-steps", type=positive_int, default=15, help="step limit per episode")
     run.add_argument("--hard", action="store_true", help="OSWorld-Hard: no FAIL at the limit")
-    run.add_argument("--screen-size", help="WIDTHxHEIGHT (default: the suite's, or 1920x1080)")
-    run.add_argument("--result-dir", default="results")
+    run.add_argument(
+        "--screen-size",
+        type=screen_size,
+        metavar="WxH",
+        help="screen in pixels, e.g. 1280x720 (default: the suite's, or 1920x1080)",
+    )
+    add_output_dir(
+        run,
+        "results",
+        "the results folder (OSWorld's layout: ACTION_SPACE/OBSERVATION/MODEL/DOMAIN/TASK)",
+        old=("--result-dir",),
+    )
     run.add_argument(
         "--seed", type=int, default=0, help="seeds the agent and the envs (recorded in the summary)"
     )
@@ -122,7 +167,12 @@ def add_parser(sub: Any) -> None:
     )
     run.add_argument("--online", action="store_true", help="allow downloading task assets")
     run.add_argument("--step-timeout", type=float, default=600.0, help="seconds per step")
-    run.add_argument("--progress", choices=["auto", "bar", "lines"], default="auto")
+    run.add_argument(
+        "--progress",
+        choices=["auto", "bar", "lines"],
+        default="auto",
+        help="a progress bar, a line per task, or a bar on a terminal only",
+    )
     run.add_argument(
         "--allow-errors",
         action="store_true",
@@ -136,9 +186,20 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         plan = _plan(args)
     except ValueError as e:
-        sys.stderr.write(f"osworld-gym run: {e}\n")
+        sys.stderr.write(f"osworld-gym run: error: {one_line(e)}\n")
         return 2
     try:
+        if plan.agent.kind == "openai":
+            try:  # before any desktop starts: minutes of launching for a server that is not up
+                served = check_openai_endpoint(args.base_url, args.api_key_env)
+            except EndpointError as e:
+                sys.stderr.write(f"osworld-gym run: error: {one_line(e)}\n")
+                return 1
+            if served and args.model not in served:  # some gateways list only part of theirs
+                sys.stderr.write(
+                    f"osworld-gym run: warning: {args.base_url} lists no model {args.model!r} "
+                    f"(it lists {', '.join(served[:5])})\n"
+                )
         return _execute(plan)
     finally:
         if plan.agent.close is not None:
@@ -165,7 +226,7 @@ class _Plan:
 def _plan(args: argparse.Namespace) -> _Plan:
     remote = remote_config(args)  # usage errors first, before any agent or env starts
     tasks = _select_tasks(args)
-    requested_screen = parse_screen(args.screen_size) if args.screen_size else None
+    requested_screen = args.screen_size
     options = AgentOptions(
         agent=args.agent,
         model=args.model,
@@ -187,9 +248,9 @@ def _plan(args: argparse.Namespace) -> _Plan:
             f"the {agent.kind} agent needs a {agent.screen_size[0]}x{agent.screen_size[1]} "
             f"screen, not {screen[0]}x{screen[1]}"
         )
-    if args.num_envs < 1 or args.max_steps < 1:
+    if args.num_envs < 1 or args.max_steps < 1:  # main() parses these; callers may not
         raise ValueError("--num-envs and --max-steps must be at least 1")
-    layout = RunLayout(Path(args.result_dir), agent.action_format, OBSERVATION_TYPE, agent.model)
+    layout = RunLayout(Path(args.output_dir), agent.action_format, OBSERVATION_TYPE, agent.model)
     dialect = Dialect(
         agent.action_format,
         screen,
@@ -313,15 +374,6 @@ def provider_from_args(
     return name, f"{name} provider default"
 
 
-def parse_screen(text: str) -> tuple[int, int]:
-    """``"WxH"`` as ``(width, height)``; a usage error for anything else."""
-    try:
-        width, height = (int(n) for n in text.lower().split("x"))
-    except ValueError:
-        raise ValueError(f"--screen-size must look like 1280x720, got {text!r}") from None
-    return width, height
-
-
 def _key_value(item: str) -> tuple[str, str]:
     key, sep, value = item.partition("=")
     if not sep or not key:
@@ -341,7 +393,7 @@ def _execute(plan: _Plan) -> int:
         if conflicts:
             sys.stderr.write(
                 f"osworld-gym run: {run_dir} holds a run with other settings "
-                f"({'; '.join(conflicts)}); use another --result-dir or --model\n"
+                f"({'; '.join(conflicts)}); use another --output-dir or --model\n"
             )
             return 2
     versions = library_versions()

@@ -22,9 +22,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from osworld_gym.commands.run import parse_screen, provider_from_args, remote_config, suite_screen
+from osworld_gym.cli_options import one_line, positive_int, screen_size
+from osworld_gym.commands.run import provider_from_args, remote_config, suite_screen
 from osworld_gym.env_config import ACTION_FORMATS, EVALUATION_MODES
 from osworld_gym.errors import DependencyNotInstalled
+from osworld_gym.providers import PROVIDER_NAMES
 from osworld_gym.tasks import load_tasks
 
 GRACEFUL_SHUTDOWN_S = 30
@@ -39,8 +41,12 @@ def add_parser(sub: Any) -> None:
         description=__doc__.split("\n\n")[0],
     )
     serve.add_argument("--tasks", default="desktop-basics", help="suite, folder or index JSON")
-    serve.add_argument("--num-envs", type=int, default=1, help="desktops = sessions at once")
-    serve.add_argument("--provider", default="local", help="local, docker, qemu or remote")
+    serve.add_argument(
+        "--num-envs", type=positive_int, default=1, help="desktops = sessions at once"
+    )
+    serve.add_argument(
+        "--provider", choices=PROVIDER_NAMES, default="local", help="where the desktops run"
+    )
     serve.add_argument("--image", help="the docker provider's desktop image")
     serve.add_argument(
         "--guest-url",
@@ -52,8 +58,13 @@ def add_parser(sub: Any) -> None:
     serve.add_argument(
         "--guest-token-env", metavar="VAR", help="remote: the variable holding the guests' token"
     )
-    serve.add_argument("--screen-size", help="WIDTHxHEIGHT (default: the suite's, or 1920x1080)")
-    serve.add_argument("--max-steps", type=int, default=15)
+    serve.add_argument(
+        "--screen-size",
+        type=screen_size,
+        metavar="WxH",
+        help="screen in pixels, e.g. 1280x720 (default: the suite's, or 1920x1080)",
+    )
+    serve.add_argument("--max-steps", type=positive_int, default=15, help="step limit per episode")
     serve.add_argument("--hard", action="store_true", help="OSWorld-Hard: no FAIL at the limit")
     serve.add_argument(
         "--action-format",
@@ -61,7 +72,12 @@ def add_parser(sub: Any) -> None:
         default="uitars",
         help="how text actions are parsed (tool calls are structured whatever this says)",
     )
-    serve.add_argument("--screenshot-format", choices=("png", "jpeg"), default="png")
+    serve.add_argument(
+        "--screenshot-format",
+        choices=("png", "jpeg"),
+        default="png",
+        help="how observations' screenshots are encoded",
+    )
     serve.add_argument(
         "--evaluation",
         choices=EVALUATION_MODES,
@@ -71,11 +87,21 @@ def add_parser(sub: Any) -> None:
     serve.add_argument("--online", action="store_true", help="allow downloading task assets")
     serve.add_argument("--step-timeout", type=float, default=600.0, help="seconds per step")
     serve.add_argument(
-        "--host", default="127.0.0.1", help="address to bind (default loopback; no auth)"
+        "--host", default="127.0.0.1", help="address to bind (loopback; there is no auth)"
     )
-    serve.add_argument("--port", type=int, default=8000, help="TCP port; 0 picks a free one")
+    serve.add_argument("--port", type=_port, default=8000, help="TCP port; 0 picks a free one")
     serve.add_argument("--port-file", help="write the bound port to this file once listening")
     serve.set_defaults(func=serve_env_command)
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0-65535, got {port}")
+    return port
 
 
 def serve_env_command(args: argparse.Namespace) -> int:
@@ -83,19 +109,21 @@ def serve_env_command(args: argparse.Namespace) -> int:
     try:
         env_kwargs = _env_kwargs(args)
     except ValueError as e:
-        sys.stderr.write(f"osworld-gym serve-env: {e}\n")
+        sys.stderr.write(f"osworld-gym serve-env: error: {one_line(e)}\n")
         return 2
     try:
         import uvicorn
 
         from osworld_gym.integrations.openenv import create_osworld_app
     except (DependencyNotInstalled, ImportError) as e:
-        sys.stderr.write(f"osworld-gym serve-env: {e}\n")
+        sys.stderr.write(f"osworld-gym serve-env: error: {one_line(e)}\n")
         return 1
     try:
         sock = _bind(args.host, args.port)
     except OSError as e:
-        sys.stderr.write(f"osworld-gym serve-env: cannot listen on {args.host}:{args.port}: {e}\n")
+        sys.stderr.write(
+            f"osworld-gym serve-env: error: cannot listen on {args.host}:{args.port}: {e}\n"
+        )
         return 1
     from osworld_gym.integrations.lease import DesktopLeases
     from osworld_gym.pool import PoolConfig
@@ -159,7 +187,7 @@ def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f"cannot load tasks {args.tasks!r}: {why}") from e
     if not len(tasks):
         raise ValueError(f"no tasks in {args.tasks!r}")
-    screen = parse_screen(args.screen_size) if args.screen_size else suite_screen(args.tasks)
+    screen = args.screen_size or suite_screen(args.tasks)
     provider, _ = provider_from_args(args.provider, args.image, screen, remote)
     return {
         "tasks": args.tasks,

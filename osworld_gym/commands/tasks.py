@@ -8,6 +8,9 @@ Usage::
     osworld-gym tasks report <folder>            # fully supported tasks; the rest's lacks
     osworld-gym tasks report <folder> --provider local   # runnable here, or the reason not
     osworld-gym tasks fetch <folder> [--cache DIR]       # download the tasks' assets
+
+A source or task id that does not exist is a usage error (exit status 2); a fetch that could not
+download every asset exits 1.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from osworld_gym.cli_options import one_line, positive_int
+from osworld_gym.providers import PROVIDER_NAMES
+
 if TYPE_CHECKING:
     from osworld_gym.downloads import AssetCache
     from osworld_gym.tasks import TaskSet
@@ -25,8 +31,12 @@ if TYPE_CHECKING:
 
 def add_parser(sub: Any) -> None:
     """Register ``tasks``."""
-    tasks = sub.add_parser("tasks", help="list, show and check tasks")
-    tasks.add_argument("action", choices=["suites", "list", "show", "report", "fetch"])
+    tasks = sub.add_parser("tasks", help="list, show and check tasks", description=__doc__)
+    tasks.add_argument(
+        "action",
+        choices=["suites", "list", "show", "report", "fetch"],
+        help="what to do (see above)",
+    )
     tasks.add_argument(
         "source",
         nargs="?",
@@ -38,7 +48,7 @@ def add_parser(sub: Any) -> None:
     tasks.add_argument("--summary", action="store_true", help="report: counts only")
     tasks.add_argument(
         "--provider",
-        choices=["local", "docker", "qemu", "remote"],
+        choices=PROVIDER_NAMES,
         help="report: which tasks run on this provider here (apps, cached assets)",
     )
     tasks.add_argument("--json", action="store_true", help="report --provider: JSON output")
@@ -51,8 +61,8 @@ def add_parser(sub: Any) -> None:
     tasks.add_argument("--docker-url", help="report --provider docker: the engine's URL")
     tasks.add_argument("--guest-url", help="report: ask this running guest for its commands")
     tasks.add_argument("--token", help="report --guest-url: the guest's token")
-    tasks.add_argument("--jobs", type=int, default=4, help="fetch: downloads at once")
-    tasks.add_argument("--tries", type=int, default=5, help="fetch: attempts per URL")
+    tasks.add_argument("--jobs", type=positive_int, default=4, help="fetch: downloads at once")
+    tasks.add_argument("--tries", type=positive_int, default=5, help="fetch: attempts per URL")
     tasks.add_argument(
         "--timeout", type=float, default=60.0, help="fetch: seconds without data before retrying"
     )
@@ -77,13 +87,13 @@ def tasks_command(args: argparse.Namespace) -> int:
         tasks = load_tasks(args.source, domain=args.domain)
         if args.action == "show":
             if not args.task_id:
-                sys.stderr.write("osworld-gym tasks show: give SOURCE and TASK_ID\n")
+                sys.stderr.write("osworld-gym tasks: error: show needs SOURCE and TASK_ID\n")
                 return 2
             task = tasks[args.task_id]
     except (OSError, LookupError, ValueError) as e:
         why = e.args[0] if isinstance(e, KeyError) and e.args else e  # KeyError quotes its text
-        sys.stderr.write(f"osworld-gym tasks: {args.source}: {why}\n")
-        return 1
+        sys.stderr.write(f"osworld-gym tasks: error: {args.source}: {one_line(why)}\n")
+        return 2
     if args.action == "list":
         for task in tasks:
             flag = " (infeasible)" if task.infeasible else ""

@@ -1,11 +1,11 @@
 """Scoring a finished episode the way OSWorld's ``DesktopEnv.evaluate`` does.
 
-Order and rules (``specs/osworld.md`` §3.6): run the evaluator's ``postconfig`` steps; an
-infeasible task scores 1 only if the agent's last action was FAIL; otherwise a last FAIL scores
-0; then each check fetches its ``result`` (and ``expected``) through getters and calls its metric
-with ``options``. A list of checks combines with ``conj``: ``and`` stops at the first 0 and
-otherwise averages, ``or`` stops at the first 1 and otherwise takes the maximum. A getter that
-finds no file (``FileNotFoundError``) scores that check 0.
+Order and rules (``docs/design/evaluators.md#evaluation-order``): run the evaluator's ``postconfig``
+steps; an infeasible task scores 1 only if the agent's last action was FAIL; otherwise a last FAIL
+scores 0; then each check fetches its ``result`` (and ``expected``) through getters and calls its
+metric with ``options``. A list of checks combines with ``conj``: ``and`` stops at the first 0 and
+otherwise averages, ``or`` stops at the first 1 and otherwise takes the maximum. A getter that finds
+no file (``FileNotFoundError``) scores that check 0.
 
 Where OSWorld would let a metric's exception end the whole run, this evaluator scores the check
 0 and records the error, so one broken output file cannot stop a training job; guest failures

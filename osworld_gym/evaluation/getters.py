@@ -3,7 +3,7 @@
 A getter turns a task's getter config (``{"type": "vm_file", "path": ..., "dest": ...}``) into
 the value a metric receives: usually a host path of a file fetched from the desktop or the asset
 cache, or command output. Getters reach the desktop only through the guest client.
-Semantics follow OSWorld's (``specs/osworld.md`` §5.3, §5.6): a file that does not exist gives
+Semantics follow OSWorld's (``docs/design/evaluators.md#getters``): a file that does not exist gives
 ``None`` (the metric then scores 0), ``multi`` configs take parallel lists and ``gives`` picks
 which of the fetched files to return.
 """

@@ -1,14 +1,14 @@
 """The host's client for a guest server: ours, or OSWorld's official one.
 
 Every call has a timeout (OSWorld's controller has calls with none); only calls that are safe to
-repeat are retried, a bounded number of times; failures raise typed errors naming the endpoint
-and the cause. When ``/health`` is missing (an official OSWorld image) the client falls back to
+repeat are retried, a bounded number of times; failures raise typed errors naming the endpoint and
+the cause. When ``/health`` is missing (an official OSWorld image) the client falls back to
 OSWorld's plain endpoints: typed actions become pyautogui code run through ``/execute``, and
 screenshot options are applied on the host. It also makes up for that server's quirks
-(specs/osworld.md §1.2): the screen size comes from ``/screen_size``; ``~`` in the paths of
-routes that do not expand it is expanded here, to the guest user's ``$HOME``; directory
-listings are sorted; bash scripts run through ``/execute``, since its ``/run_bash_script``
-answers 500 without the script's result.
+(``docs/design/osworld-protocol.md#official-server-quirks``): the screen size comes from
+``/screen_size``; ``~`` in the paths of routes that do not expand it is expanded here, to the guest
+user's ``$HOME``; directory listings are sorted; bash scripts run through ``/execute``, since its
+``/run_bash_script`` answers 500 without the script's result.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Guest routes that run programs: /execute, /setup/launch, /run_python, /run_bash_script, ...
 
-Request and response shapes follow OSWorld's server (``specs/osworld.md`` §1.2) so host code
-written for it works unchanged; where OSWorld has a bug (``/run_bash_script`` answering 500
-after running the script) we answer what it intended.
+Request and response shapes follow OSWorld's server (``docs/design/osworld-protocol.md#endpoints``)
+so host code written for it works unchanged; where OSWorld has a bug (``/run_bash_script`` answering
+500 after running the script) we answer what it intended.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Guest routes that move files: /file, /setup/upload, /list_directory, /setup/download_file, ...
 
-Shapes follow OSWorld's server (``specs/osworld.md`` §1.2, rows 9-13 and 17). Uploads are
+Shapes follow OSWorld's server (``docs/design/osworld-protocol.md#file-routes``). Uploads are
 written to a temporary file and renamed, so a failed upload never leaves a partial file.
 """
 

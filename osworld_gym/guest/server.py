@@ -17,7 +17,6 @@ programs it starts never see the token.
 
 from __future__ import annotations
 
-import argparse
 import hmac
 import json
 import logging
@@ -398,11 +397,19 @@ def read_token(token_file: str | None = None, token_fd: int | None = None) -> st
     return token.strip() or None if token else None
 
 
-def parse_args(argv: list[str] | None = None) -> GuestConfig:
-    """Parse the command line into a :class:`GuestConfig`."""
-    parser = argparse.ArgumentParser(prog="osworld-gym-guest", description=__doc__.split("\n")[0])
+def parse_args(argv: list[str] | None = None, prog: str = "osworld-gym-guest") -> GuestConfig:
+    """Parse the command line into a :class:`GuestConfig`.
+
+    Args:
+        argv: Arguments without the program name (None: ``sys.argv[1:]``).
+        prog: The program named in help and errors (``osworld-gym serve-guest`` from there).
+    """
+    # cli_options is stdlib-only (plus the version string): the guest's dependency rule holds.
+    from osworld_gym.cli_options import Parser, add_log_level
+
+    parser = Parser(prog=prog, description=__doc__.split("\n")[0])
     parser.add_argument("--display", default=os.environ.get("DISPLAY"), help="X display, e.g. :0")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (loopback)")
     parser.add_argument("--port", type=int, default=5000, help="TCP port; 0 picks a free one")
     parser.add_argument("--port-file", help="write the bound port to this file once listening")
     parser.add_argument("--token-file", help="file holding the shared token")
@@ -423,25 +430,25 @@ def parse_args(argv: list[str] | None = None) -> GuestConfig:
         "--header-timeout",
         type=float,
         default=defaults.header_timeout,
-        help="seconds a request's line and headers may take (default %(default)s)",
+        help="seconds a request's line and headers may take",
     )
     parser.add_argument(
         "--idle-timeout",
         type=float,
         default=defaults.idle_timeout,
-        help="seconds a keep-alive connection may wait between requests (default %(default)s)",
+        help="seconds a keep-alive connection may wait between requests",
     )
     parser.add_argument(
         "--max-connections",
         type=int,
         help="open connections at most (default: the file limit less a reserve)",
     )
-    parser.add_argument("--log-level", default="INFO")
+    add_log_level(parser, default="INFO")
     args = parser.parse_args(argv)
     if not args.display:
         parser.error("no display: pass --display or set DISPLAY")
     token = read_token(args.token_file, args.token_fd)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(name)s %(message)s")
     return GuestConfig(
         display=args.display,
         host=args.host,
@@ -459,9 +466,14 @@ def parse_args(argv: list[str] | None = None) -> GuestConfig:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Console entry point: serve until SIGTERM or SIGINT."""
-    config = parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "osworld-gym-guest") -> int:
+    """Console entry point: serve until SIGTERM or SIGINT.
+
+    Args:
+        argv: Arguments without the program name (None: ``sys.argv[1:]``).
+        prog: The program named in help and errors.
+    """
+    config = parse_args(argv, prog)
     server = serve(config)
 
     def stop(signum: int, frame: object) -> None:

@@ -87,7 +87,8 @@ class EnvSpec:
             return gym.make(self.entry_point, **dict(self.kwargs))
         module_name, _, attr = self.entry_point.partition(":")
         creator = getattr(importlib.import_module(module_name), attr)
-        return creator(**dict(self.kwargs))
+        env: gym.Env[Any, Any] = creator(**dict(self.kwargs))
+        return env
 
 
 @dataclass(frozen=True)

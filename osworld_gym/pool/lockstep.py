@@ -1,10 +1,10 @@
 """Lock-step collection, ARPO-style: the baseline rollout-wise collection is measured against.
 
-ARPO (``specs/arpo.md`` §1.3) gives every env one episode of the batch, then loops: one
-batched policy call over all envs still running, one step on each, and a wait for the slowest
-before the next step; a new batch starts only when every episode of the current one is over.
-This collector does the same on an :class:`EnvPool`, in chunks of as many episodes as the pool
-has live envs, and returns groups whole when their chunk ends.
+ARPO (``docs/design/arpo.md#training-iteration``) gives every env one episode of the batch, then
+loops: one batched policy call over all envs still running, one step on each, and a wait for the
+slowest before the next step; a new batch starts only when every episode of the current one is over.
+This collector does the same on an :class:`EnvPool`, in chunks of as many episodes as the pool has
+live envs, and returns groups whole when their chunk ends.
 """
 
 from __future__ import annotations

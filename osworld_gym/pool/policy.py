@@ -71,13 +71,13 @@ async def call_policy(
     if inspect.iscoroutinefunction(policy) or inspect.iscoroutinefunction(
         getattr(policy, "__call__", None)  # noqa: B004 - async callable objects
     ):
-        raw = await policy(requests)  # type: ignore[misc]
+        result = policy(requests)
     else:
         # A blocking policy (model inference) must not stall the envs' event loop.
-        raw = await asyncio.to_thread(policy, requests)
-        if inspect.isawaitable(raw):
-            raw = await raw
-    outputs = [_normalise(item) for item in raw]  # type: ignore[union-attr]
+        result = await asyncio.to_thread(policy, requests)
+    # An async policy returns a coroutine; a sync one may too (e.g. a lambda around one).
+    raw = await result if inspect.isawaitable(result) else result
+    outputs = [_normalise(item) for item in raw]
     if len(outputs) != len(requests):
         raise ValueError(f"the policy returned {len(outputs)} outputs for {len(requests)} requests")
     return outputs, time.perf_counter() - start

@@ -134,7 +134,7 @@ class RayBackend:
         if not replacing:
             return self.labels[env_id % len(self.labels)]
         prefix = self.ray_config.resource_prefix or ""
-        free = {
+        free: dict[str, float] = {
             name: units
             for name, units in self.ray.available_resources().items()
             if name.startswith(prefix) and units >= 1

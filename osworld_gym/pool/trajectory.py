@@ -1,8 +1,8 @@
 """Trajectory records: what a rollout keeps of each episode, screenshots stored compressed.
 
-A full-resolution RGB screenshot is 6 MB as an array and ~100-300 kB as PNG; ARPO's replay
-buffer of fp32 pixel values holds ~760 MB per trajectory (DESIGN.md, Known traps). Records here
-keep encoded bytes and decode on demand.
+A full-resolution RGB screenshot is 6 MB as an array and ~100-300 kB as PNG; ARPO's replay buffer of
+fp32 pixel values holds ~760 MB per trajectory (``docs/design/known-traps.md#replay-memory``).
+Records here keep encoded bytes and decode on demand.
 """
 
 from __future__ import annotations

@@ -17,9 +17,10 @@ Two kinds of image run:
   ``/tmp``, starts the session bus and AT-SPI again and reconfigures openbox; the guest keeps
   its port and token. When that fails the container is recreated.
 * OSWorld's official ``happysixd/osworld-docker`` (``official=True``): QEMU in a container
-  booting ``Ubuntu.qcow2`` mounted read-only, with ``/dev/kvm`` when the host has it (spec
-  §4.1). It needs an engine with a bridge network (its port 5000 is published on loopback) and
-  boots for minutes without KVM; every reset is such a boot, as in OSWorld.
+  booting ``Ubuntu.qcow2`` mounted read-only, with ``/dev/kvm`` when the host has it
+  (``docs/design/osworld-protocol.md#official-docker-image``). It needs an engine with a bridge
+  network (its port 5000 is published on loopback) and boots for minutes without KVM; every
+  reset is such a boot, as in OSWorld.
 
 Guests of a remote engine bind the engine host's loopback too (ours, and the official image's
 published ports), and this host reaches each desktop's guest and service ports (CDP, VLC)
@@ -168,7 +169,10 @@ class DockerProviderConfig(ProviderConfig):
 
     @classmethod
     def for_official(cls, vm_image_path: str, **settings: Any) -> DockerProviderConfig:
-        """Settings for OSWorld's official image, with its 300 s boot allowance (spec §4.1)."""
+        """Settings for OSWorld's official image, with its 300 s boot allowance.
+
+        See ``docs/design/osworld-protocol.md#official-docker-image``.
+        """
         settings.setdefault("boot_timeout", 300.0)
         settings.setdefault("cpus", None)
         settings.setdefault("memory", None)

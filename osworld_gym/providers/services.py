@@ -1,13 +1,13 @@
 """OSWorld's fixed in-desktop service ports, and where the host reaches them on each desktop.
 
-OSWorld's tasks start Chrome with ``--remote-debugging-port=1337`` and forward port 9222 to it
-with ``socat`` (the host's Playwright connects to 9222 over CDP); VLC's HTTP interface, which
-the ``vlc_playing_info`` getter reads, listens on 8080 (``specs/osworld.md`` §1.1). On OSWorld's
-VM each desktop has its own network, so these numbers never collide. Our ``local`` and
+OSWorld's tasks start Chrome with ``--remote-debugging-port=1337`` and forward port 9222 to it with
+``socat`` (the host's Playwright connects to 9222 over CDP); VLC's HTTP interface, which the
+``vlc_playing_info`` getter reads, listens on 8080 (``docs/design/osworld-protocol.md#ports``). On
+OSWorld's VM each desktop has its own network, so these numbers never collide. Our ``local`` and
 ``docker`` desktops share the host's network, so each desktop reserves a free loopback port per
-service and tells its processes through ``OSWORLD_GYM_PORT_<number>`` variables; the commands
-tasks run (``google-chrome``, ``socat``, ``vlc``) go through small wrappers in the desktop that
-translate OSWorld's number into the desktop's own (:mod:`osworld_gym.providers.desktop_bin`).
+service and tells its processes through ``OSWORLD_GYM_PORT_<number>`` variables; the commands tasks
+run (``google-chrome``, ``socat``, ``vlc``) go through small wrappers in the desktop that translate
+OSWorld's number into the desktop's own (:mod:`osworld_gym.providers.desktop_bin`).
 """
 
 from __future__ import annotations

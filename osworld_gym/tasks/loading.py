@@ -1,6 +1,6 @@
 """``load_tasks``: OSWorld task sources (folders, index files, task files, dicts, suites) to tasks.
 
-Layouts understood (``specs/osworld.md`` §5.1):
+Layouts understood (``docs/design/task-format.md#files-and-index``):
 
 * an ``evaluation_examples``-style folder: ``<folder>/examples/<domain>/<id>.json`` (index files
   and other folders beside ``examples/``, such as ``settings/`` or ``examples_windows/``, are not

@@ -1,8 +1,9 @@
 """Typed, immutable task objects: what an OSWorld task JSON says, validated once at load time.
 
-The field meanings follow OSWorld's task format (``specs/osworld.md`` §5) and evaluation
-semantics (§3.6). Build these objects with :func:`osworld_gym.tasks.load_tasks` or
-:meth:`Task.from_dict`, which validate; the constructors trust their arguments.
+The field meanings follow OSWorld's task format (``docs/design/task-format.md``) and evaluation
+semantics (``docs/design/evaluators.md#evaluation-order``). Build these objects with
+:func:`osworld_gym.tasks.load_tasks` or :meth:`Task.from_dict`, which validate; the constructors
+trust their arguments.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ Conj = Literal["and", "or"]
 
 @dataclass(frozen=True)
 class SetupStep:
-    """One step of a task's ``config`` or ``evaluator.postconfig`` (spec §2.2).
+    """One step of a task's ``config`` or ``evaluator.postconfig``.
+
+    The step types: ``docs/design/task-format.md#setup-steps``.
 
     Attributes:
         type: The step type, e.g. ``"download"``, ``"launch"``, ``"execute"``.
@@ -81,7 +84,9 @@ class Check:
 
 @dataclass(frozen=True)
 class EvaluatorSpec:
-    """A task's ``evaluator`` (spec §3.6, §5.3), normalised to parallel tuples.
+    """A task's ``evaluator``, normalised to parallel tuples.
+
+    The fields: ``docs/design/task-format.md#evaluator-fields``.
 
     OSWorld's JSON has two shapes: ``func`` a string with ``result``/``expected``/``options``
     single values, or ``func`` a list with parallel lists of those. Both become tuples here with

@@ -2,7 +2,7 @@
 
 The rule of thumb: a task that loads here is one OSWorld could run. Each check below mirrors a
 place where OSWorld's ``DesktopEnv``/``SetupController`` would crash or misbehave on the task
-(``specs/osworld.md`` §2.2, §3.6, §5), and reports it at load time, naming the field.
+(``docs/design/task-format.md``), and reports it at load time, naming the field.
 """
 
 from __future__ import annotations

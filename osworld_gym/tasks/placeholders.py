@@ -1,7 +1,7 @@
 """Pure helpers for the setup interpreter: OSWorld's command placeholders and cache file names.
 
-Both reproduce OSWorld's ``SetupController`` exactly (``specs/osworld.md`` §2.2), so commands and
-pre-filled OSWorld asset caches behave the same here.
+Both reproduce OSWorld's ``SetupController`` exactly (``docs/design/task-format.md#placeholders``),
+so commands and pre-filled OSWorld asset caches behave the same here.
 """
 
 from __future__ import annotations

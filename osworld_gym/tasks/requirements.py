@@ -1,7 +1,7 @@
 """What a task needs from the desktop and the host, read from its JSON: commands, assets, accounts.
 
 The commands come from a curated, documented mapping rather than from every word of every
-command line (``specs/osworld.md`` §2.2 and the 369 Ubuntu task files):
+command line (``docs/design/task-format.md#task-statistics`` and the 369 Ubuntu task files):
 
 - the program of each ``launch`` step, always (a desktop without it cannot start the task);
 - in ``execute``/``command`` steps and ``vm_command_line``/``vm_command_error`` getters, the

@@ -1,9 +1,9 @@
 """The parameters each OSWorld setup step type takes, as checkable data.
 
 OSWorld runs a step ``{"type": T, "parameters": P}`` as ``SetupController._T_setup(**P)``
-(``specs/osworld.md`` §2.2): an unknown type or an unexpected parameter fails there only when the
-task runs. Checking the same signatures at load time moves that failure to the moment the task
-file is read, with a message that names the field.
+(``docs/design/task-format.md#setup-steps``): an unknown type or an unexpected parameter fails there
+only when the task runs. Checking the same signatures at load time moves that failure to the moment
+the task file is read, with a message that names the field.
 """
 
 from __future__ import annotations

@@ -57,8 +57,12 @@ def test_dart_rollouts_are_off_unless_asked() -> None:
     assert rl_config(parse_args([]), Path("m"), Path("s"), SELECTED).dart_rollouts is None
     args = parse_args(["--dart-rollouts", "2", "6"])
     assert rl_config(args, Path("m"), Path("s"), SELECTED).dart_rollouts == (2, 6)
+    with pytest.raises(SystemExit) as usage:  # a usage error: one line, exit status 2
+        parse_args(["--dart-rollouts", "6", "2"])
+    assert usage.value.code == 2
+    args.dart_rollouts = [6, 2]  # past the parser, the config refuses it all the same
     with pytest.raises(ValueError, match="dart_rollouts"):
-        rl_config(parse_args(["--dart-rollouts", "6", "2"]), Path("m"), Path("s"), SELECTED)
+        rl_config(args, Path("m"), Path("s"), SELECTED)
 
 
 def test_a_warm_start_is_reused_only_with_the_same_settings(tmp_path: Path) -> None:

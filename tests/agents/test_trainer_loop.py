@@ -140,16 +140,16 @@ def test_sft_on_demonstrations_learns_them(tiny_dir: Path, tmp_path: Path) -> No
 def cli_args(tiny_dir: Path, output: Path) -> list[str]:
     return [
         "--preset", "cpu", "--output-dir", str(output), "--model", str(tiny_dir),
-        "--suite", "desktop-basics", "--task-ids", *TASKS, "os-tar-folder",
+        "--tasks", "desktop-basics", "--task-ids", *TASKS, "os-tar-folder",
         "--env-entry-point", "test_trainer_support:FakeTextEnv", "--num-envs", "2",
-        "--screen-size", "64", "64", "--max-pixels", "4096", "--max-steps", "2",
+        "--screen-size", "64x64", "--max-pixels", "4096", "--max-steps", "2",
         "--tasks-per-iteration", "2", "--rollouts-per-task", "2", "--max-new-tokens", "12",
         "--eval-every", "0", "--checkpoint-every", "1", "--no-progress", "--no-tensorboard",
     ]  # fmt: skip
 
 
 def test_cli_parses_a_preset_with_overrides_and_trains(tiny_dir: Path, tmp_path: Path) -> None:
-    cli([*cli_args(tiny_dir, tmp_path), "--iterations", "1", "--algo", "grpo"])
+    assert cli([*cli_args(tiny_dir, tmp_path), "--iterations", "1", "--algo", "grpo"]) == 0
     saved = json.loads((tmp_path / "checkpoints" / "ckpt-0" / "config.json").read_text())
     assert saved["algo"] == "grpo" and saved["screen_size"] == [64, 64]
 
@@ -217,10 +217,10 @@ def test_a_selection_that_keeps_nothing_is_written_and_reported(
 
     out = tmp_path / "none.json"
     argv = ["--output", str(out), "--baseline-rollouts", "2", "--min-rate", "1.0"]
-    config_flags = ["--preset", "cpu", "--model", str(tiny_dir), "--suite", "desktop-basics"]
+    config_flags = ["--preset", "cpu", "--model", str(tiny_dir), "--tasks", "desktop-basics"]
     config_flags += ["--task-ids", TASKS[0], "--env-entry-point"]
     config_flags += ["test_trainer_support:FakeTextEnv", "--num-envs", "1", "--max-steps", "1"]
-    config_flags += ["--screen-size", "64", "64", "--max-pixels", "4096", "--max-new-tokens", "4"]
+    config_flags += ["--screen-size", "64x64", "--max-pixels", "4096", "--max-new-tokens", "4"]
     assert select_cli(argv + config_flags) == 0
     document = json.loads(out.read_text())
     assert document["rule"] == {**SelectionRule().__dict__, "min_rate": 1.0}

@@ -72,7 +72,7 @@ def oracle_run(tmp_path_factory: pytest.TempPathFactory) -> OracleRun:
     result_dir = tmp_path_factory.mktemp("oracle-run") / "results"
     start = time.monotonic()
     done = osworld_gym(
-        "run", "--agent", "oracle", "--num-envs", "4", "--result-dir", str(result_dir),
+        "run", "--agent", "oracle", "--num-envs", "4", "--output-dir", str(result_dir),
         timeout=900,
     )  # fmt: skip
     seconds = time.monotonic() - start

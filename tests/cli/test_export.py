@@ -9,9 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from conftest import OracleRun, osworld_gym
 from PIL import Image
 
+from osworld_gym.commands.export_actions import action_row
 from osworld_gym.pool import StepRecord, Trajectory
 
 datasets = pytest.importorskip("datasets", reason="pip install 'osworld-gym[export]'")
@@ -36,7 +38,7 @@ def test_export_of_a_run_round_trips_images_and_actions(
     assert oracle_run.done.returncode == 0, oracle_run.done.stderr[-2000:]
     run_dir = oracle_run.run_dir
     steps_out = tmp_path / "steps"
-    done = osworld_gym("export", str(run_dir), "-o", str(steps_out), "--per", "step")
+    done = osworld_gym("export", str(run_dir), "--output-dir", str(steps_out), "--per", "step")
     assert done.returncode == 0, done.stderr
     rows = _load(steps_out)
     trajectories = {p.parent.name: p for p in run_dir.rglob("traj.jsonl")}
@@ -53,13 +55,25 @@ def test_export_of_a_run_round_trips_images_and_actions(
             original = (task_dir / step["observation_file"]).read_bytes()
             assert np.array_equal(_pixels(row["image"]), _pixels(original))
             assert json.loads(row["action"]) == step["action"]
-            assert json.loads(row["parsed_actions"]) == step["parsed_actions"]
+            assert row["parsed_actions"] == [action_row(a) for a in step["parsed_actions"]]
             assert row["action_kinds"] == [a["kind"] for a in step["parsed_actions"]]
             assert row["score"] == 1.0 and row["done"] == step["done"]
+            assert row["source"] == f"{task_dir.parent.name}/{task_id}"
+    # Shareable: no file of the dataset names the local run folder.
+    for path in steps_out.iterdir():
+        assert str(run_dir).encode() not in path.read_bytes(), path
+    assert all(str(run_dir) not in v for r in rows for v in (r["source"], r["instruction"]))
 
     per_episode = tmp_path / "episodes"
     done = osworld_gym(
-        "export", str(run_dir), "-o", str(per_episode), "--per", "trajectory", "--min-score", "1"
+        "export",
+        str(run_dir),
+        "--output-dir",
+        str(per_episode),
+        "--per",
+        "trajectory",
+        "--min-score",
+        "1",
     )
     assert done.returncode == 0, done.stderr
     episodes = _load(per_episode)
@@ -103,21 +117,35 @@ def test_export_of_a_replay_buffer(tmp_path: Path) -> None:
     checkpoint.mkdir(parents=True)
     buffer.save(checkpoint / "replay.pkl")
     (tmp_path / "output" / "checkpoints" / "latest").write_text("ckpt-2\n")
+    config = {"output_dir": str(tmp_path / "output"), "model": str(tmp_path / "m7"), "lr": 1e-6}
+    (checkpoint / "config.json").write_text(json.dumps(config))
 
     out = tmp_path / "dataset"
-    done = osworld_gym("export", str(tmp_path / "output"), "-o", str(out), "--per", "trajectory")
+    done = osworld_gym(
+        "export", str(tmp_path / "output"), "--output-dir", str(out), "--per", "trajectory"
+    )
     assert done.returncode == 0, done.stderr
     (row,) = _load(out)
     assert row["task_id"] == "t1" and row["rollout"] == 3 and row["score"] == 1.0
     assert row["responses"] == texts and [json.loads(a) for a in row["actions"]] == texts
+    assert row["source"] == "checkpoints/ckpt-2/replay.pkl#0"
+    assert row["parsed_actions"] == [[], []]  # model text: its dialect is not in the buffer
+    card = (out / "README.md").read_text()
+    assert str(tmp_path) not in card
+    front = yaml.safe_load(card.split("---\n")[1])
+    trainer = front["osworld_gym"]["runs"]["checkpoints/ckpt-2"]["trainer_config"]
+    assert trainer == {"output_dir": ".", "model": "<local>/m7", "lr": 1e-6}
     assert [np.asarray(i.convert("RGB")).tolist() for i in row["images"]] == [
         f.tolist() for f in frames
     ]
     steps = tmp_path / "steps"
-    assert osworld_gym("export", str(checkpoint / "replay.pkl"), "-o", str(steps)).returncode == 0
+    assert (
+        osworld_gym("export", str(checkpoint / "replay.pkl"), "--output-dir", str(steps)).returncode
+        == 0
+    )
     assert [r["step"] for r in _load(steps)] == [1, 2]
 
 
 def test_export_refuses_what_is_not_a_source(tmp_path: Path) -> None:
-    done = osworld_gym("export", str(tmp_path), "-o", str(tmp_path / "out"))
+    done = osworld_gym("export", str(tmp_path), "--output-dir", str(tmp_path / "out"))
     assert done.returncode == 1 and "no task folders" in done.stderr

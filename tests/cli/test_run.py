@@ -64,7 +64,7 @@ def test_oracle_over_ui_basics(tmp_path: Path) -> None:
     ids = ["click-colour-01", "click-label-02", "find-ok-03", "type-word-04"]
     done = osworld_gym(
         "run", "--tasks", "ui-basics", *(a for i in ids for a in ("--task-id", i)),
-        "--num-envs", "2", "--result-dir", str(tmp_path), timeout=300,
+        "--num-envs", "2", "--output-dir", str(tmp_path), timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     summary = _summary(tmp_path / "structured" / "screenshot" / "oracle")
@@ -82,7 +82,7 @@ def test_oracle_over_ui_basics(tmp_path: Path) -> None:
 def test_killed_run_resumes_with_the_remaining_tasks_only(tmp_path: Path) -> None:
     results = tmp_path / "results"
     run_dir = results / "structured" / "screenshot" / "oracle"
-    args = ("run", "--domain", "os", "--num-envs", "2", "--result-dir", str(results))
+    args = ("run", "--domain", "os", "--num-envs", "2", "--output-dir", str(results))
     total = len(SUITE.filter(domain="os"))
 
     # Ctrl-C after two tasks: the run stops, says so, and keeps what finished.
@@ -129,7 +129,7 @@ def test_step_limit_modes_on_an_infeasible_task(tmp_path: Path) -> None:
         hard = ["--hard"] if mode == "hard" else []
         done = osworld_gym(
             "run", "--agent", "noop", "--task-id", "os-infeasible-network-share",
-            "--max-steps", "2", "--result-dir", str(results), *hard, timeout=300,
+            "--max-steps", "2", "--output-dir", str(results), *hard, timeout=300,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
         run_dir = results / "uitars" / "screenshot" / "noop"
@@ -146,7 +146,7 @@ def test_step_limit_modes_on_an_infeasible_task(tmp_path: Path) -> None:
 def test_random_agent(tmp_path: Path) -> None:
     done = osworld_gym(
         "run", "--agent", "random", "--task-id", "os-chmod-script", "--max-steps", "3",
-        "--result-dir", str(tmp_path), timeout=300,
+        "--output-dir", str(tmp_path), timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     task_dir = tmp_path / "uitars" / "screenshot" / "random" / "os" / "os-chmod-script"
@@ -179,7 +179,7 @@ def test_module_callable_agent(tmp_path: Path) -> None:
     done = osworld_gym(
         "run", "--agent", "my_policy:TypeThenDone",
         "--agent-arg", "command=chmod 750 ~/scripts/backup.sh",
-        "--task-id", "os-chmod-script", "--result-dir", str(tmp_path / "results"),
+        "--task-id", "os-chmod-script", "--output-dir", str(tmp_path / "results"),
         timeout=300, env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -195,6 +195,17 @@ class _FakeModel(BaseHTTPRequestHandler):
     """An OpenAI-compatible endpoint answering as UI-TARS would for os-chmod-script."""
 
     requests: list[dict[str, Any]] = []
+    listed: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802 - the handler API
+        """``/v1/models``, which `run` asks for before it starts any desktop."""
+        type(self).listed.append(self.path)
+        data = json.dumps({"object": "list", "data": [{"id": "org/ui-tars-test"}]}).encode()
+        self.send_response(200 if self.path == "/v1/models" else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def do_POST(self) -> None:  # noqa: N802 - the handler API
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -234,6 +245,7 @@ class _FakeModel(BaseHTTPRequestHandler):
 @pytest.fixture()
 def fake_model() -> Iterator[str]:
     _FakeModel.requests = []
+    _FakeModel.listed = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeModel)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -247,7 +259,7 @@ def test_openai_agent_against_a_local_endpoint(tmp_path: Path, fake_model: str) 
     done = osworld_gym(
         "run", "--agent", "openai", "--base-url", fake_model, "--model", "org/ui-tars-test",
         "--temperature", "0.3", "--history-images", "2", "--task-id", "os-chmod-script",
-        "--result-dir", str(tmp_path), timeout=300,
+        "--output-dir", str(tmp_path), timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     run_dir = tmp_path / "uitars" / "screenshot" / "org_ui-tars-test"
@@ -256,6 +268,7 @@ def test_openai_agent_against_a_local_endpoint(tmp_path: Path, fake_model: str) 
     settings = summary["settings"]
     assert settings["temperature"] == 0.3 and settings["history_images"] == 2
     assert settings["model"] == "org/ui-tars-test"
+    assert _FakeModel.listed == ["/v1/models"]  # asked once, before the desktops
     first, second = _FakeModel.requests
     assert first["model"] == "org/ui-tars-test" and first["temperature"] == 0.3
     prompt = json.dumps(first["messages"])

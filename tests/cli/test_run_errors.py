@@ -102,7 +102,7 @@ def fake_pool(monkeypatch: pytest.MonkeyPatch) -> type[FakeCollector]:
 def run(result_dir: Path, *args: str) -> int:
     """``osworld-gym run`` in this process, over the scored task and the Calc task."""
     argv = ["run", "--task-id", SCORED, "--task-id", CALC, "--progress", "lines"]
-    return main([*argv, "--result-dir", str(result_dir), *args])
+    return main([*argv, "--output-dir", str(result_dir), *args])
 
 
 def run_dir(result_dir: Path) -> Path:
@@ -204,8 +204,8 @@ def test_evaluation_mode_and_seed_are_options_and_records(
     # Another evaluation mode moves scores: continuing the folder with it is refused.
     assert run(tmp_path, "--evaluation", "osworld") == 2
     assert "evaluation: 'fixed' before, 'osworld' now" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        run(tmp_path, "--evaluation", "lenient")
+    assert run(tmp_path, "--evaluation", "lenient") == 2  # a usage error, one line
+    assert "argument --evaluation: invalid choice: 'lenient'" in capsys.readouterr().err
 
 
 def test_versions_are_recorded(tmp_path: Path, fake_pool: type[FakeCollector]) -> None:

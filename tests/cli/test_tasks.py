@@ -32,7 +32,7 @@ def test_suites_and_lists() -> None:
 
 def test_errors_name_what_is_wrong() -> None:
     missing = osworld_gym("tasks", "show", "desktop-basics", "no-such-task")
-    assert missing.returncode == 1 and "no-such-task" in missing.stderr
+    assert missing.returncode == 2 and "no-such-task" in missing.stderr
     assert "Traceback" not in missing.stderr
     no_id = osworld_gym("tasks", "show", "desktop-basics")
     assert no_id.returncode == 2 and "TASK_ID" in no_id.stderr

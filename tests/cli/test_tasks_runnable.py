@@ -85,7 +85,7 @@ def test_report_table_for_a_provider_that_is_not_probed(tmp_path: Path) -> None:
 
 def test_fetch_of_an_unknown_source_fails_clearly(tmp_path: Path) -> None:
     done = osworld_gym("tasks", "fetch", str(tmp_path / "nothing"))
-    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.returncode == 2 and "Traceback" not in done.stderr
 
 
 @pytest.mark.skipif(not OSWORLD_TASKS.is_dir(), reason="shared OSWorld task data not found")

@@ -36,7 +36,7 @@ def test_report_renders_in_headless_chromium(
 ) -> None:
     assert oracle_run.done.returncode == 0, oracle_run.done.stderr[-2000:]
     page = tmp_path / "report.html"
-    done = osworld_gym("view", str(oracle_run.run_dir), "-o", str(page), "--max-width", "640")
+    done = osworld_gym("view", str(oracle_run.run_dir), "--output", str(page), "--max-width", "640")
     assert done.returncode == 0, done.stderr
     size = page.stat().st_size
     assert size < 40e6, f"the report is {size / 1e6:.0f} MB"
@@ -97,7 +97,7 @@ def test_report_keeps_model_text_as_text(tmp_path: Path) -> None:
     (task / "traj.jsonl").write_text(json.dumps(step) + "\n")
     (task / "result.txt").write_text("0.0\n")
     page = tmp_path / "r.html"
-    assert osworld_gym("view", str(tmp_path / "run"), "-o", str(page)).returncode == 0
+    assert osworld_gym("view", str(tmp_path / "run"), "--output", str(page)).returncode == 0
     text = page.read_text()
     assert text.count("</script>") == 2 and "</script><script>alert(1)" not in text
     if CHROMIUM is not None:

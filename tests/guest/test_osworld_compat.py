@@ -3,7 +3,7 @@
 Each request below is built the way OSWorld's host controllers build it (JSON via
 ``data=json.dumps(...)`` with a JSON content type, forms via ``data={...}``, uploads as multipart
 ``file_path`` + ``file_data``), without a token (OSWorld sends none), and each answer is checked
-against OSWorld's response shape (specs/osworld.md §1.2).
+against OSWorld's response shape (docs/design/osworld-protocol.md#endpoints).
 """
 
 from __future__ import annotations

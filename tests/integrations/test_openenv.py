@@ -143,7 +143,7 @@ def test_without_openenv_the_module_and_the_command_name_the_extra() -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--screen-size", "big"], "--screen-size must look like"),
+        (["--screen-size", "big"], "--screen-size: must look like"),
         (["--tasks", "no-such-suite"], "cannot load tasks"),
         (["--num-envs", "0"], "at least 1"),
         (["--guest-url", "http://10.0.0.5:5000"], "for --provider remote"),

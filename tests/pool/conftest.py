@@ -1,4 +1,4 @@
-"""Keep every Ray these tests start on 127.0.0.1 (DESIGN.md: only loopback is a target).
+"""Keep every Ray these tests start on 127.0.0.1 (docs/design/known-traps.md#ray-on-loopback).
 
 Ray reads ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` once, when it is imported: "0" makes it bind
 its nodes to the loopback address instead of the host's. Set here, before any test module

@@ -136,16 +136,20 @@ def test_single_func_tasks_have_one_slot(ubuntu: TaskSet) -> None:
 def test_needs_match_the_spec_statistics(ubuntu: TaskSet) -> None:
     metric_uses = Counter(c.func for t in ubuntu for c in t.evaluator.checks)
     getter_uses = Counter(g.type for t in ubuntu for g in t.evaluator.getters())
-    assert sum(metric_uses.values()) + 29 == 438  # spec §5.5 counts infeasible as a metric
+    # docs/design/evaluators.md#metrics counts infeasible as a metric
+    assert sum(metric_uses.values()) + 29 == 438
     assert len(set().union(*(t.needs.metrics for t in ubuntu))) + 1 == 111
-    assert sum(getter_uses.values()) == 809 and len(getter_uses) == 47  # spec §5.6
+    # docs/design/evaluators.md#getters
+    assert sum(getter_uses.values()) == 809 and len(getter_uses) == 47
     assert metric_uses["compare_table"] == 62 and getter_uses["vm_file"] == 261
     config = Counter(s.type for t in ubuntu for s in t.config)
     post = Counter(s.type for t in ubuntu for s in t.evaluator.postconfig)
-    assert (config["download"], post["download"]) == (278, 16)  # spec §2.2
+    # docs/design/task-format.md#setup-steps
+    assert (config["download"], post["download"]) == (278, 16)
     assert (config["execute"], post["execute"]) == (154, 204)
     assert (config["sleep"], post["sleep"]) == (14, 294)
-    assert sum("download" in t.needs.setup_steps for t in ubuntu) == 264  # spec §5.7
+    # docs/design/task-format.md#task-statistics
+    assert sum("download" in t.needs.setup_steps for t in ubuntu) == 264
 
 
 def test_top_level_flags_and_stray_fields(ubuntu: TaskSet) -> None:

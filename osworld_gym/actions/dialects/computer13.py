@@ -1,4 +1,6 @@
-"""The ``computer_13`` dialect: OSWorld's JSON action dicts (``specs/osworld.md`` §2.3).
+"""The ``computer_13`` dialect: OSWorld's JSON action dicts.
+
+The format: ``docs/design/action-formats.md#computer-13``.
 
 An action is ``{"action_type": "CLICK", "parameters": {"x": 10, "y": 20}}`` or the same with
 the parameters inline; a response may hold one dict, a list of them, fenced ```` ```json ````
@@ -106,7 +108,7 @@ def _hotkey(p: Params, screen: ScreenSize) -> Action:
     return Hotkey(keys=tuple(keys))
 
 
-def _at(cls: type[Any]) -> Builder:
+def _at(cls: Callable[..., Action]) -> Builder:
     def build(p: Params, screen: ScreenSize) -> Action:
         x, y = _point(p, screen, False)
         return cls(x=x, y=y)

@@ -74,12 +74,15 @@ def extract_code(text: str, strict: bool) -> list[tuple[str, int]]:
 
 def _offset(code: str, base: int, node: ast.AST | None) -> int:
     """Character offset in the model output of an AST node (col_offset counts UTF-8 bytes)."""
-    if node is None or not hasattr(node, "lineno"):
+    # Only some node classes carry positions (expressions, statements, keywords, ...).
+    lineno: int | None = getattr(node, "lineno", None)
+    if lineno is None:
         return base
+    col_offset: int = getattr(node, "col_offset", 0)
     lines = code.splitlines(keepends=True)
-    start = sum(len(line) for line in lines[: node.lineno - 1])
-    line = lines[node.lineno - 1] if node.lineno - 1 < len(lines) else ""
-    column = len(line.encode("utf-8")[: node.col_offset].decode("utf-8", "ignore"))
+    start = sum(len(line) for line in lines[: lineno - 1])
+    line = lines[lineno - 1] if lineno - 1 < len(lines) else ""
+    column = len(line.encode("utf-8")[:col_offset].decode("utf-8", "ignore"))
     return base + start + column
 
 
@@ -169,7 +172,9 @@ class _Program:
             isinstance(node, ast.UnaryOp)
             and isinstance(node.op, (ast.USub, ast.UAdd))
             and isinstance(node.operand, ast.Constant)
-            and type(node.operand.value) in (int, float)
+            # Numbers only: bool is an int subclass, and -True is not a literal the model wrote.
+            and isinstance(node.operand.value, (int, float))
+            and not isinstance(node.operand.value, bool)
         ):
             value = node.operand.value
             return -value if isinstance(node.op, ast.USub) else value

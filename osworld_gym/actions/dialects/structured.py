@@ -42,7 +42,7 @@ def clamp_action(action: Action, screen_size: ScreenSize) -> Action:
         cx, cy = clamp_point(x, y, screen_size)
         if (cx, cy) != (x, y):
             changes[x_name], changes[y_name] = cx, cy
-    return dataclasses.replace(action, **changes) if changes else action  # type: ignore[type-var]
+    return dataclasses.replace(action, **changes) if changes else action
 
 
 def _one(item: Any, position: int, screen: ScreenSize) -> Action:

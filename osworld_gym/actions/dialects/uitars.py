@@ -1,6 +1,6 @@
 r"""The UI-TARS dialect: ``Thought: ...\nAction: click(start_box='(x,y)')`` and its variants.
 
-Accepted (see ``specs/arpo.md`` §1.5-1.7 and §8):
+Accepted (see ``docs/design/action-formats.md#ui-tars``):
 
 * preambles ``Thought:``, ``Reflection:`` + ``Action_Summary:``, ``Action_Summary:``,
   ``<think>...</think>``, or none;

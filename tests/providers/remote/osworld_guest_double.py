@@ -1,7 +1,7 @@
 """A test double of OSWorld's own guest server (its Flask app in the VM), on loopback.
 
-Written from the protocol as specs/osworld.md §1.2 describes it, not from OSWorld's code, and
-answering the way that server does where ours differs:
+Written from the protocol as docs/design/osworld-protocol.md#endpoints describes it, not from
+OSWorld's code, and answering the way that server does where ours differs:
 
 - no ``/health`` (Flask's HTML 404 page), so clients fall back to OSWorld's plain routes;
 - ``/screen_size`` answers the double's own size (1920x1080 by default, OSWorld's);

@@ -255,14 +255,14 @@ def _osworld_gym(*args: str) -> subprocess.CompletedProcess[str]:
 )
 def test_run_remote_usage_errors(tmp_path: Path, extra: tuple[str, ...], expected: str) -> None:
     results = tmp_path / "results"
-    done = _osworld_gym("run", "--provider", "remote", "--result-dir", str(results), *extra)
+    done = _osworld_gym("run", "--provider", "remote", "--output-dir", str(results), *extra)
     assert done.returncode == 2, done.stderr
     assert expected in done.stderr
     assert not results.exists()  # nothing started
 
 
 def test_run_guest_url_for_another_provider_is_a_usage_error(tmp_path: Path) -> None:
-    done = _osworld_gym("run", "--guest-url", "http://127.0.0.1:9", "--result-dir", str(tmp_path))
+    done = _osworld_gym("run", "--guest-url", "http://127.0.0.1:9", "--output-dir", str(tmp_path))
     assert done.returncode == 2 and "for --provider remote" in done.stderr
 
 
@@ -276,7 +276,7 @@ def test_run_on_osworlds_server(guest: OSWorldGuestDouble, tmp_path: Path) -> No
         "run",
         *("--provider", "remote", "--guest-url", guest.url, "--tasks", str(task_file)),
         *("--agent", "noop", "--hard", "--max-steps", "1", "--screen-size", "1920x1080"),
-        *("--result-dir", str(results), "--progress", "lines"),
+        *("--output-dir", str(results), "--progress", "lines"),
     )
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(next(results.rglob("summary.json")).read_text())
