@@ -14,20 +14,19 @@ root.
 from __future__ import annotations
 
 import argparse
-import importlib.resources
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-RECIPE_ENV = "OSWORLD_GYM_VM_IMAGES"
-"""Environment variable naming a ``vm_images`` folder (the same as ``docker_image``'s)."""
-RECIPE_MARKER = "build_rootfs.sh"
+from osworld_gym.providers.recipes import (
+    RECIPE_ENV,
+    RECIPE_MARKER,
+    RecipeNotFound,
+    find_recipe_dir,
+)
 
-
-class RecipeNotFound(LookupError):
-    """No folder holding ``build_rootfs.sh`` where the recipe is looked up."""
+__all__ = ["RecipeNotFound", "add_parser", "find_recipe_dir", "image_build_command"]
 
 
 def add_parser(sub: Any) -> None:
@@ -56,52 +55,6 @@ def add_parser(sub: Any) -> None:
         help="print the recipe folder, its base hash and files; build nothing",
     )
     build.set_defaults(func=image_build_command)
-
-
-def packaged_recipe_dir() -> Path | None:
-    """The recipe installed with the package (``osworld_gym/vm_images``), if it is there."""
-    try:
-        folder = importlib.resources.files("osworld_gym") / "vm_images"
-    except ModuleNotFoundError:  # pragma: no cover - osworld_gym is the running package
-        return None
-    # A wheel install unpacks into a real folder; the scripts must be run from a path.
-    path = Path(str(folder))
-    return path.resolve() if (path / RECIPE_MARKER).is_file() else None
-
-
-def find_recipe_dir(recipe_dir: str | Path | None = None) -> Path:
-    """The ``vm_images`` folder to build from (the order is in the module's docstring).
-
-    Args:
-        recipe_dir: A folder the user named: it must hold the recipe (no fallback to another).
-
-    Raises:
-        RecipeNotFound: the named folder holds no recipe, or none was found anywhere.
-    """
-    if recipe_dir is not None:
-        named = Path(recipe_dir)
-        if not (named / RECIPE_MARKER).is_file():
-            raise RecipeNotFound(
-                f"{recipe_dir} holds no {RECIPE_MARKER}; point --recipe-dir at a vm_images folder "
-                "(an osworld-gym checkout's, or osworld_gym/vm_images of an installed one)"
-            )
-        return named.resolve()
-    candidates: list[Path] = []
-    if os.environ.get(RECIPE_ENV):
-        candidates.append(Path(os.environ[RECIPE_ENV]))
-    candidates.append(Path(__file__).resolve().parents[2] / "vm_images")  # a checkout
-    packaged = packaged_recipe_dir()
-    if packaged is not None:
-        candidates.append(packaged)
-    cwd = Path.cwd().resolve()
-    candidates += [folder / "vm_images" for folder in (cwd, *cwd.parents)]
-    for candidate in candidates:
-        if (candidate / RECIPE_MARKER).is_file():
-            return candidate.resolve()
-    raise RecipeNotFound(
-        f"cannot find vm_images/{RECIPE_MARKER}: this osworld-gym was installed without its "
-        f"recipes; set {RECIPE_ENV} or --recipe-dir to a checkout's vm_images folder"
-    )
 
 
 def recipe_files(recipe: Path) -> list[str]:

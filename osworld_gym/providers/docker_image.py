@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from osworld_gym.errors import ProviderError
 from osworld_gym.providers.docker_client import connect
+from osworld_gym.providers.recipes import find_recipe_dir
 
 if TYPE_CHECKING:
     import docker
@@ -47,7 +48,6 @@ BASE_REPOSITORY = "osworld-gym/base"
 DEFAULT_CACHE_DIR = "/var/cache/osworld-gym"
 CONTENT_LABEL = "org.osworld-gym.content"
 BASE_LABEL = "org.osworld-gym.base"
-RECIPE_ENV = "OSWORLD_GYM_VM_IMAGES"
 
 # The project layer. The base has no metadata (docker import), so everything is set here.
 # MOZ_APP_REMOTINGNAME: Thunderbird's window class as on OSWorld's Ubuntu (see the local
@@ -94,32 +94,6 @@ class ImageBuild:
     def tag(self) -> str:
         """The versioned tag."""
         return self.tags[0]
-
-
-def find_recipe_dir(recipe_dir: str | Path | None = None) -> Path:
-    """The ``vm_images`` folder of an osworld-gym source checkout.
-
-    Looked up in this order: the argument, ``$OSWORLD_GYM_VM_IMAGES``, the checkout this
-    package was imported from (an editable install), the current folder and its parents.
-
-    Raises:
-        ProviderError: none found; the recipe is part of the source, not of the wheel.
-    """
-    candidates: list[Path] = []
-    if recipe_dir is not None:
-        candidates.append(Path(recipe_dir))
-    if os.environ.get(RECIPE_ENV):
-        candidates.append(Path(os.environ[RECIPE_ENV]))
-    candidates.append(Path(__file__).resolve().parents[2] / "vm_images")
-    cwd = Path.cwd().resolve()
-    candidates += [folder / "vm_images" for folder in (cwd, *cwd.parents)]
-    for candidate in candidates:
-        if (candidate / "build_rootfs.sh").is_file():
-            return candidate.resolve()
-    raise ProviderError(
-        "cannot find vm_images/build_rootfs.sh: run from an osworld-gym source checkout or set "
-        f"{RECIPE_ENV} to its vm_images folder"
-    )
 
 
 def base_hash(recipe_dir: Path) -> str:
