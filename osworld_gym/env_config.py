@@ -69,7 +69,7 @@ class EnvConfig:
         offline: Never download task assets; they must be in the cache.
         client_password: The desktop user's password (OSWorld's ``{CLIENT_PASSWORD}``).
         evaluation: ``"osworld"`` (default) scores exactly as OSWorld's code, bugs included;
-            ``"fixed"`` corrects the metrics the README lists as fixed.
+            ``"fixed"`` corrects the metrics docs/concepts/evaluation.md#fixed-mode lists.
     """
 
     action_format: str = "uitars"

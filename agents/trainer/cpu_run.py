@@ -17,7 +17,7 @@
    0.6, fixed seeds). Every iteration samples ``--rollouts-per-task`` (4) episodes of every
    selected task: the tasks share one tiny model, and an update made from a subset of them
    (the ARPO paper's way, ``--tasks-per-iteration N``) also moves the answers of the tasks
-   left out of it (see the README for the measured curves of both).
+   left out of it (docs/howto/train-arpo.md#cpu has the measured curves of both).
 4. **Report.** The success rate before and after, the curve, each task's rate before and after,
    and the wall time, printed and written to ``<output>/<algo>/summary.json``.
 
@@ -230,7 +230,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """Command-line options (defaults: the settings of the measured runs in the README)."""
+    """Command-line options (defaults: the measured runs' settings, docs/howto/train-arpo.md)."""
     parser = Parser(
         prog="osworld-arpo-cpu",
         description=__doc__.split("\n")[0],

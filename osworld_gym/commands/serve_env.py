@@ -82,7 +82,8 @@ def add_parser(sub: Any) -> None:
         "--evaluation",
         choices=EVALUATION_MODES,
         default="osworld",
-        help="osworld: score exactly as OSWorld's code; fixed: with the README's metric fixes",
+        help="osworld: score exactly as OSWorld's code; fixed: with the metric fixes of "
+        "docs/concepts/evaluation.md",
     )
     serve.add_argument("--online", action="store_true", help="allow downloading task assets")
     serve.add_argument("--step-timeout", type=float, default=600.0, help="seconds per step")
