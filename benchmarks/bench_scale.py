@@ -2,7 +2,7 @@
 
     flock /tmp/osworld-bench.lock python benchmarks/bench_scale.py \\
         [--provider local docker] [--suite ui-basics calc] [--envs 1 2 4 8 16 32] \\
-        [--warmup S] [--seconds S] [--keep-app-wait] [--max-concurrent-resets N] \\
+        [--warmup S] [--seconds S] [--max-concurrent-resets N] \\
         [--docker-reset-mode recreate|session] [--json FILE]
 
 For each provider, suite and pool size, one :class:`~osworld_gym.pool.EnvPool` with the shipped
@@ -14,9 +14,9 @@ counted; episodes that end in the next ``--seconds`` are. Suites:
 
 * ``ui-basics``: its 22 tasks in turn (336x224; a dialog or a terminal, one action, DONE);
 * ``calc``: desktop-basics' ``calc-sum-sales-total`` (1280x720; Calc opens an .xlsx at reset,
-  the oracle types a SUM through the Name Box, saves keeping the format, DONE; scored by
-  reading the file back). The oracle's opening 4 s wait (for slow hosts) is dropped, as an
-  agent acts on the first observation, unless ``--keep-app-wait``.
+  the oracle types a SUM into its cell, saves keeping the format, DONE; scored by reading the
+  file back). The oracle is the one ``osworld-gym run --agent oracle`` plays: it acts on the
+  first observation and waits only where its script expects something on the screen.
 
 Printed per pool size: episodes per minute and its ratio to one desktop (``x1``) and to the size
 before (``x prev``), the share of episodes solved (a drop means observations or input suffered
@@ -40,17 +40,14 @@ import os
 import statistics
 import threading
 import time
-from collections.abc import Sequence
 from typing import Any
 
 import psutil
 
-from osworld_gym.actions import Wait
 from osworld_gym.commands.oracle_agent import OracleAgent
 from osworld_gym.commands.run import provider_from_args
 from osworld_gym.pool import EnvPool, EnvSpec, PoolConfig
 from osworld_gym.pool.collector import CollectorConfig, RolloutCollector
-from osworld_gym.pool.policy import PolicyOutput, PolicyRequest
 from osworld_gym.tasks import load_tasks
 
 logger = logging.getLogger("bench_scale")
@@ -100,32 +97,6 @@ COMPONENT_ORDER = (
     "driver", "guest", "X server", "window manager", "app", "session services", "docker engine",
     "other", "short-lived",
 )  # fmt: skip
-
-
-class OraclePolicy:
-    """The bundled oracle, optionally without its opening wait for the app to be ready."""
-
-    action_format = "structured"
-
-    def __init__(self, oracle: OracleAgent, *, keep_app_wait: bool) -> None:
-        self.oracle, self.keep_app_wait = oracle, keep_app_wait
-        self.skip: dict[str, int] = {}
-
-    def _skip(self, task_id: str) -> int:
-        if task_id not in self.skip:
-            first, _ = self.oracle.step(task_id, 0)
-            waits_first = all(isinstance(a, Wait) for a in first)
-            self.skip[task_id] = int(waits_first and not self.keep_app_wait)
-        return self.skip[task_id]
-
-    def __call__(self, requests: Sequence[PolicyRequest]) -> list[PolicyOutput]:
-        outputs = []
-        for request in requests:
-            actions, text = self.oracle.step(
-                request.task_id, request.step + self._skip(request.task_id)
-            )
-            outputs.append(PolicyOutput(action=actions, text=text))
-        return outputs
 
 
 class CpuLedger:
@@ -239,7 +210,7 @@ def _busy(times: Any) -> float:
 def measure(provider: str, suite: Suite, num_envs: int, args: argparse.Namespace) -> dict:
     tasks = load_tasks(suite.source, ids=list(suite.task_ids) if suite.task_ids else None)
     ids = [task.id for task in tasks]
-    policy = OraclePolicy(OracleAgent(tasks), keep_app_wait=args.keep_app_wait)
+    policy = OracleAgent(tasks)
     provider_config, _ = provider_from_args(provider, None, suite.screen)
     if provider == "docker" and args.docker_reset_mode:
         provider_config = dataclasses.replace(provider_config, reset_mode=args.docker_reset_mode)
@@ -381,7 +352,6 @@ def main() -> None:
     parser.add_argument("--envs", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32])
     parser.add_argument("--warmup", type=float, default=None, help="default: per suite")
     parser.add_argument("--seconds", type=float, default=None, help="default: per suite")
-    parser.add_argument("--keep-app-wait", action="store_true")
     parser.add_argument(
         "--docker-reset-mode",
         choices=("recreate", "session"),

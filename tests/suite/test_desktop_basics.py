@@ -1,7 +1,8 @@
 """Every task of the bundled suite on a real desktop: its oracle scores 1.0, doing nothing 0.0.
 
-Oracles live beside this file (``oracles_*.py``, each a dict ``ORACLES`` from task id to the
-list of steps passed to ``env.step``, structured actions); they prove that each task can be
+Oracles live in the package (``osworld_gym.commands.oracles``, re-exported beside this file as
+``oracles_*.py``): each task's script of structured actions and screen conditions, played by the
+``oracle`` agent as ``osworld-gym run --agent oracle`` plays it. They prove that each task can be
 solved and that its evaluator tells a solved desktop from an untouched one.
 """
 
@@ -18,6 +19,8 @@ from oracles_system import ORACLES as SYSTEM_ORACLES
 
 from osworld_gym import load_tasks
 from osworld_gym.actions import Done, Fail
+from osworld_gym.commands.oracle_agent import play
+from osworld_gym.commands.oracles.conditions import WaitFor
 from osworld_gym.env import OSWorldEnv
 
 pytestmark = [pytest.mark.desktop, pytest.mark.apps]
@@ -53,9 +56,12 @@ def test_suite_shape() -> None:
 @pytest.mark.parametrize("task_id", TASKS.ids)
 def test_oracle_scores_one(env: OSWorldEnv, task_id: str) -> None:
     steps = ORACLES[task_id]
+    assert not isinstance(steps[-1], WaitFor)
     final = steps[-1] if isinstance(steps[-1], list) else [steps[-1]]
     assert final[-1].kind in ("done", "fail"), "an oracle ends with DONE (or FAIL if infeasible)"
-    assert run_episode(env, task_id, steps) == 1.0
+    reward, info = play(env, task_id)
+    assert info["infra_error"] is None and info["parse_error"] is None, info
+    assert reward == 1.0
 
 
 @pytest.mark.parametrize("task_id", TASKS.ids)

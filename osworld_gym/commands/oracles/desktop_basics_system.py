@@ -7,13 +7,17 @@ uses mousepad's keyboard shortcuts. Two conventions keep them robust on a 1280x7
 * Switching windows with alt+tab takes three separate steps (alt down, tab, alt up). Sent as one
   burst (a ``Hotkey``), openbox misses the alt release and keeps its window switcher open, and
   the switcher swallows the next key.
-* An app started from the terminal gets a ``Wait`` step, since nothing on screen tells the
-  oracle when its window is up.
+* Where a new window takes the focus (a dialog, an app started from the terminal), a
+  :class:`~osworld_gym.commands.oracles.conditions.WaitFor` step waits until it shows before
+  the next keys go to it.
 """
 
 from __future__ import annotations
 
-from osworld_gym.actions import Click, Done, Fail, Hotkey, KeyDown, KeyUp, Press, TypeText, Wait
+from typing import Any
+
+from osworld_gym.actions import Click, Done, Fail, Hotkey, KeyDown, KeyUp, Press, TypeText
+from osworld_gym.commands.oracles.conditions import DRAWN_COLOURS, WaitFor
 
 
 def shell(command: str) -> list:
@@ -48,8 +52,13 @@ def spread(values):
 # the "Replace" button (the dialog has no keyboard mnemonics).
 REPLACE_ALL_BOX = (443, 467)
 REPLACE_BUTTON = (722, 507)
+# What the conditions watch at 1280x720: the dialog's "Search for" row; the name entry of
+# GTK's Save As dialog; an area of mousepad's white page that the terminal shows black.
+REPLACE_DIALOG = (460, 255, 360, 60)
+SAVE_AS_NAME = (170, 36, 400, 20)
+MOUSEPAD_PAGE = (700, 400, 400, 200)
 
-OS = {
+OS: dict[str, list[Any]] = {
     "os-create-project-tree": [
         shell(
             "mkdir -p ~/projects/webapp/src ~/projects/webapp/tests ~/projects/webapp/docs"
@@ -95,13 +104,15 @@ OS = {
     "os-infeasible-network-share": [Fail()],
 }
 
-TEXT_EDITOR = {
+TEXT_EDITOR: dict[str, list[Any]] = {
     "editor-replace-word": [
         [Hotkey(keys=("ctrl", "r"))],
+        WaitFor("the Find and Replace dialog", REPLACE_DIALOG, min_colours=DRAWN_COLOURS),
         [TypeText(text="colour"), Press(key="tab"), TypeText(text="color")],
         [Click(x=REPLACE_ALL_BOX[0], y=REPLACE_ALL_BOX[1])],
         [Click(x=REPLACE_BUTTON[0], y=REPLACE_BUTTON[1])],
         [Press(key="escape")],
+        WaitFor("the Find and Replace dialog to close", REPLACE_DIALOG),
         SAVE,
         Done(),
     ],
@@ -128,13 +139,15 @@ TEXT_EDITOR = {
         START_OF_FILE,
         [Hotkey(keys=("shift", "end")), TypeText(text="FINAL")],
         [Hotkey(keys=("ctrl", "shift", "s"))],
+        WaitFor("the Save As dialog", SAVE_AS_NAME, min_colours=4),
         [Hotkey(keys=("ctrl", "a")), TypeText(text="~/Documents/announcement_final.txt\n")],
+        WaitFor("the Save As dialog to close", SAVE_AS_NAME),
         Done(),
     ],
     "editor-infeasible-track-changes": [Fail()],
 }
 
-MULTI_APPS = {
+MULTI_APPS: dict[str, list[Any]] = {
     "multi-wordcount-into-report": [
         shell("wc -w ~/Documents/essay.txt"),  # 64 words
         *switch_window(),
@@ -157,7 +170,7 @@ MULTI_APPS = {
             "sort -u ~/Documents/tags.txt > ~/Documents/tags_sorted.txt"
             " && mousepad ~/Documents/tags_sorted.txt &"
         ),
-        [Wait(seconds=3.0)],  # mousepad's window
+        WaitFor("mousepad's window", MOUSEPAD_PAGE),
         START_OF_FILE,
         [TypeText(text="# Tags\n")],
         SAVE,
