@@ -12,8 +12,10 @@ behind a still terminal looks settled. The ``"events"`` settle here
   began and has been using CPU since (building a dialog, loading a file: silent until it
   draws), a dialog that got Enter and is still open (GTK's file chooser answers ~0.5 s
   later with nothing else to show for it), an X startup notification (``_NET_STARTUP_INFO``)
-  not yet removed, the busy cursor (XFixes cursor names such as ``watch``), or a top-level
-  window created and not mapped yet;
+  not yet removed, the busy cursor (XFixes cursor names such as ``watch``), a top-level
+  window created and not mapped yet, or one mapped and not drawn into yet (LibreOffice maps a
+  dialog and paints it a moment later: until then the screen shows its window manager frame
+  over what lay beneath, and keys sent then are lost);
 * does not call the screen quiet while, early in the wait, a process that was still before
   the action runs (a shell that read a command line and has not forked it yet);
 * ends once nothing is pending and the screen stayed unchanged for ``settle_quiet``; or at
@@ -54,6 +56,7 @@ SETTLE_MODES = ("poll", "events")
 SIGNAL_SCREEN = "screen"  # the screen changed less than settle_quiet ago
 SIGNAL_WINDOWS = "windows"  # windows created/mapped/configured (SubstructureNotify)
 SIGNAL_UNMAPPED = "unmapped_window"  # a top-level window created and not mapped yet
+SIGNAL_UNPAINTED = "unpainted_window"  # a top-level window mapped and not drawn into yet
 SIGNAL_PROCESS = "process"  # a process started since the last action is using CPU
 SIGNAL_APP_BUSY = "app_busy"  # an app idle when the action began has been using CPU since
 SIGNAL_STIR = "stirring"  # a process still when the action began ran lately (not yet quiet)
@@ -99,6 +102,10 @@ BACKGROUND_WINDOW = 0.2  # the shortest gap between a settle and the next action
 # timers), which no other signal sees.
 DIALOG_COMMIT_GRACE = 1.0
 UNMAPPED_GRACE = 0.5  # seconds a created, unmapped top-level window counts as pending
+# Seconds a mapped top-level window that nothing drew into yet counts as pending: LibreOffice
+# paints a dialog a few hundred ms after mapping it on a loaded 2-core host; a window that
+# never draws (one left blank on purpose) costs no more than this.
+UNPAINTED_GRACE = 1.0
 STARTUP_TIMEOUT = 15.0  # launchers drop a startup sequence after this (startup-notification spec)
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -363,6 +370,13 @@ class EventSettler:
         self._changes = 0
         self._window_events = 0
         self._unmapped: dict[int, float] = {}  # window id -> created at
+        # First-paint tracking of top-level windows (see _track_paint): a damage object per
+        # window, created with the window, that reports its first drawing once.
+        self._paint_damage: dict[int, int] = {}  # damage id -> window id
+        self._paint_serial: dict[int, int] = {}  # window id -> serial of its DamageCreate
+        self._painted: set[int] = set()
+        self._frames: dict[int, int] = {}  # window manager frame -> the client window in it
+        self._unpainted: dict[int, float] = {}  # window id -> mapped at, nothing drawn since
         self._startups: dict[str, float] = {}  # startup id -> began at
         self._startup_buffers: dict[int, bytes] = {}
         self._cursor_busy = False
@@ -548,6 +562,8 @@ class EventSettler:
             pending.append(SIGNAL_CURSOR)
         if any(now - t < UNMAPPED_GRACE for t in self._unmapped.values()):
             pending.append(SIGNAL_UNMAPPED)
+        if any(now - t < UNPAINTED_GRACE for t in self._unpainted.values()):
+            pending.append(SIGNAL_UNPAINTED)
         return pending
 
     def _check_commit(self, now: float) -> None:
@@ -612,6 +628,9 @@ class EventSettler:
         )
         disp.xfixes_select_cursor_input(root, xfixes.XFixesDisplayCursorNotifyMask)
         damage_id = root.damage_create(damage.DamageReportNonEmpty)
+        # A window's own damage object fails on an input-only window (BadMatch) or one already
+        # gone (BadDrawable): no first paint to wait for then. Other errors are logged.
+        disp.set_error_handler(self._x_error)
         disp.sync()
         return disp, damage_id, damage_event, cursor_event
 
@@ -675,7 +694,13 @@ class EventSettler:
         now = time.monotonic()
         kind = getattr(ev, "type", None)
         with self._cond:
-            if kind == codes["damage"]:
+            if kind == codes["damage"] and ev.damage in self._paint_damage:  # type: ignore[attr-defined]
+                # A window's first drawing (its damage object reports once: never subtracted).
+                window = self._paint_damage[ev.damage]  # type: ignore[attr-defined]
+                self._painted.add(window)
+                self._unpainted.pop(window, None)
+                self._last_change = now
+            elif kind == codes["damage"]:
                 self._last_change = now
                 self._changes += 1
                 if self._armed and self._rearm_at is None:
@@ -687,12 +712,28 @@ class EventSettler:
                     created = ev  # type: ignore[assignment]
                     if not created.override and created.width > 1 and created.height > 1:
                         self._unmapped[created.window.id] = now
+                        self._track_paint(disp, created.window)
                 else:
                     self._unmapped.pop(ev.window.id, None)  # type: ignore[attr-defined]
+                if kind == X.MapNotify:
+                    self._mapped(ev, now)
+                elif kind == X.UnmapNotify:
+                    frame = ev.window.id  # type: ignore[attr-defined]
+                    self._unpainted.pop(self._frames.get(frame, frame), None)
             elif kind in (X.DestroyNotify, X.ReparentNotify):
                 self._last_change = now
                 self._window_events += 1
-                self._unmapped.pop(ev.window.id, None)  # type: ignore[attr-defined]
+                window = ev.window.id  # type: ignore[attr-defined]
+                self._unmapped.pop(window, None)
+                if kind == X.ReparentNotify and ev.parent.id != ev.event.id:  # type: ignore[attr-defined]
+                    # A window manager moved a client into its frame, which it maps next: the
+                    # client pends from now (no longer "unmapped"), and the frame's MapNotify
+                    # (the one a root listener sees) stands for the client's.
+                    self._frames[ev.parent.id] = window  # type: ignore[attr-defined]
+                    if window in self._paint_serial and window not in self._painted:
+                        self._unpainted[window] = now
+                else:
+                    self._forget_window(window)
             elif kind == X.ClientMessage and ev.client_type in startup_atoms:  # type: ignore[attr-defined]
                 self._startup_message(ev, now)
             elif kind == codes["cursor"]:
@@ -706,6 +747,65 @@ class EventSettler:
             else:
                 return
             self._cond.notify_all()
+
+    def _track_paint(self, disp: display.Display, window: object) -> None:
+        """Watch a new top-level window for its first drawing (caller holds ``_cond``).
+
+        The damage object is made while the window is still unmapped (a managed window is
+        mapped only after a round trip through the window manager), so nothing it draws once
+        mapped can slip by; it reports the window's first drawing, its children's included,
+        once, and the server frees it with the window.
+        """
+        self._forget_window(window.id)  # type: ignore[attr-defined]  # an id used again
+        serial = disp.display.request_serial
+        damage_id = window.damage_create(damage.DamageReportNonEmpty)  # type: ignore[attr-defined]
+        disp.flush()
+        self._paint_damage[damage_id] = window.id  # type: ignore[attr-defined]
+        self._paint_serial[window.id] = serial  # type: ignore[attr-defined]
+
+    def _mapped(self, ev: object, now: float) -> None:
+        """A child of the root was mapped: its window pends until drawn into (holds ``_cond``)."""
+        mapped = ev.window.id  # type: ignore[attr-defined]
+        window = self._frames.get(mapped, mapped)
+        serial = self._paint_serial.get(window)
+        if serial is None or window in self._painted:
+            # Not watched, or drawn into before (mapped again): nothing to wait for.
+            return
+        # The event's sequence number is that of our last request the server had done when
+        # it mapped the window: a map before our DamageCreate could have been drawn unseen.
+        if (ev.sequence_number - serial) & 0xFFFF >= 0x8000:  # type: ignore[attr-defined]
+            self._unpainted.pop(window, None)
+            return
+        self._unpainted[window] = now
+        # Old entries go here (a map is rare): windows mapped long ago pend no more anyway.
+        for stale in [w for w, t in self._unpainted.items() if now - t >= UNPAINTED_GRACE]:
+            del self._unpainted[stale]
+
+    def _forget_window(self, window: int) -> None:
+        """Drop a destroyed window's first-paint state, and its client's if it is a frame.
+
+        A client destroyed inside its frame is reported to the frame's listeners only, not to
+        the root's: its state goes with its frame, or when a new window reuses its id.
+        Caller holds ``_cond``.
+        """
+        for gone in (window, self._frames.pop(window, None)):
+            if gone is None:
+                continue
+            self._unpainted.pop(gone, None)
+            self._painted.discard(gone)
+            if self._paint_serial.pop(gone, None) is not None:
+                for damage_id in [d for d, w in self._paint_damage.items() if w == gone]:
+                    del self._paint_damage[damage_id]
+
+    def _x_error(self, err: object, request: object = None) -> None:
+        """Asynchronous X errors of the event connection: a failed window damage, or logged."""
+        serial = getattr(err, "sequence_number", None)
+        with self._cond:
+            failed = [w for w, s in self._paint_serial.items() if s == serial]
+            for window in failed:
+                self._forget_window(window)
+        if not failed:
+            logger.debug("X error on the settle connection of %s: %s", self.display_name, err)
 
     def _startup_message(self, ev: object, now: float) -> None:
         """Collect a ``_NET_STARTUP_INFO`` message (20-byte pieces, NUL-terminated)."""
