@@ -603,12 +603,25 @@ class LocalDesktop(Desktop):
         """Poll the core processes (no round trip): a dead one raises DesktopDiedError.
 
         A sandboxed component's handle is the ``bwrap`` that carries it, which exits as soon as
-        the program inside does (with its status).
+        the program inside does (with its status). When one is found dead, the first dead one in
+        ``CORE`` order is named: the X server can finish dying between its poll and a later
+        one's, and its clients (the window manager) exit the moment it does; the error names
+        the cause, not a consequence.
         """
         for name in self.CORE:
             proc = self._procs.get(name)
             if proc is not None and proc.poll() is not None:
-                raise DesktopDiedError(name, proc.returncode, self._log_tail(name))
+                cause = next(
+                    (
+                        earlier
+                        for earlier in self.CORE[: self.CORE.index(name)]
+                        if (handle := self._procs.get(earlier)) is not None
+                        and handle.poll() is not None
+                    ),
+                    name,
+                )
+                died = self._procs[cause]
+                raise DesktopDiedError(cause, died.returncode, self._log_tail(cause))
 
     def _quick_check_impl(self) -> None:
         self._check_impl()  # polls of process handles: cheap enough for every observation
