@@ -29,7 +29,7 @@ import argparse
 import logging
 import sys
 
-from osworld_gym.cli_options import Parser, add_log_level, one_line
+from osworld_gym.cli_options import Parser, add_log_level, report_run_error
 from osworld_gym.commands import (
     desktop,
     doctor,
@@ -104,13 +104,7 @@ def run_subcommand(args: argparse.Namespace) -> int:
         sys.stderr.write(f"osworld-gym {args.command}: interrupted\n")
         return 130
     except Exception as e:  # noqa: BLE001 - every error a subcommand lets out becomes one line
-        if args.log_level == "DEBUG":
-            logger.exception("osworld-gym %s failed", args.command)
-        hint = "" if args.log_level == "DEBUG" else " (--log-level DEBUG shows the traceback)"
-        sys.stderr.write(
-            f"osworld-gym {args.command}: error: {type(e).__name__}: {one_line(e)}{hint}\n"
-        )
-        return 1
+        return report_run_error(f"osworld-gym {args.command}", e, args.log_level, logger)
 
 
 def _subcommand_index(argv: list[str]) -> int | None:

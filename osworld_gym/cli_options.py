@@ -13,6 +13,7 @@ Exit statuses: 0 success, 1 an error while running, 2 a usage error (bad argumen
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -121,6 +122,22 @@ class Parser(argparse.ArgumentParser):
 def one_line(text: object) -> str:
     """``text`` with its whitespace runs (newlines included) collapsed to single spaces."""
     return " ".join(str(text).split())
+
+
+def report_run_error(prog: str, error: BaseException, log_level: str, log: logging.Logger) -> int:
+    """Report an error a run let out as one line on stderr; return the exit status (1).
+
+    Args:
+        prog: The program (and subcommand) named in the message.
+        error: The error.
+        log_level: The run's ``--log-level``: at ``DEBUG`` the traceback is logged as well.
+        log: The logger of the command that ran.
+    """
+    if log_level == "DEBUG":
+        log.error("%s failed", prog, exc_info=error)
+    hint = "" if log_level == "DEBUG" else " (--log-level DEBUG shows the traceback)"
+    sys.stderr.write(f"{prog}: error: {type(error).__name__}: {one_line(error)}{hint}\n")
+    return 1
 
 
 def warn_deprecated(prog: str, old: str, new: str) -> None:

@@ -38,7 +38,7 @@ from osworld_agents.trainer.distributed import (
 from osworld_agents.trainer.rollout import collect_groups, derive_seed, rollout_agent
 from osworld_agents.trainer.tasks import resolve_task_ids
 
-from osworld_gym.cli_options import add_log_level, one_line, positive_int
+from osworld_gym.cli_options import add_log_level, one_line, positive_int, report_run_error
 
 logger = logging.getLogger(__name__)
 
@@ -169,11 +169,7 @@ def cli(argv: Sequence[str] | None = None, prog: str = "osworld-arpo-select") ->
         sys.stderr.write(f"{prog}: interrupted\n")
         return 130
     except Exception as e:  # noqa: BLE001 - a failed pass is one line unless DEBUG asks for more
-        if args.log_level == "DEBUG":
-            logger.exception("%s failed", prog)
-        hint = "" if args.log_level == "DEBUG" else " (--log-level DEBUG shows the traceback)"
-        sys.stderr.write(f"{prog}: error: {type(e).__name__}: {one_line(e)}{hint}\n")
-        return 1
+        return report_run_error(prog, e, args.log_level, logger)
     if rank == "0":
         sys.stdout.write(
             f"selected {len(selection.selected)} of {len(selection.stats)} task(s) -> "

@@ -47,8 +47,8 @@ from osworld_gym.cli_options import (
     Parser,
     add_log_level,
     add_output_dir,
-    one_line,
     positive_int,
+    report_run_error,
 )
 
 logger = logging.getLogger(__name__)
@@ -337,11 +337,7 @@ def cli(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"{prog}: interrupted; rerun to continue from the last checkpoint\n")
         return 130
     except Exception as e:  # noqa: BLE001 - a failed run is one line unless DEBUG asks for more
-        if args.log_level == "DEBUG":
-            logger.exception("%s failed", prog)
-        hint = "" if args.log_level == "DEBUG" else " (--log-level DEBUG shows the traceback)"
-        sys.stderr.write(f"{prog}: error: {type(e).__name__}: {one_line(e)}{hint}\n")
-        return 1
+        return report_run_error(prog, e, args.log_level, logger)
     curve = ", ".join(f"{p['step']}: {p['success_rate']:.3f}" for p in summary["curve"])
     lines = [
         f"{summary['algo']}: success rate on the training tasks (temperature 0.6, fixed seeds) "

@@ -76,7 +76,7 @@ from osworld_agents.trainer.tasks import (
 from osworld_agents.trainer.update import compute_logprobs, train_epoch
 from tqdm.auto import tqdm
 
-from osworld_gym.cli_options import add_log_level, one_line
+from osworld_gym.cli_options import add_log_level, report_run_error
 from osworld_gym.pool import TrajectoryGroup
 
 logger = logging.getLogger(__name__)
@@ -453,11 +453,7 @@ def cli(argv: Sequence[str] | None = None, prog: str = "osworld-arpo") -> int:
         sys.stderr.write(f"{prog}: interrupted\n")
         return 130
     except Exception as e:  # noqa: BLE001 - a failed run is one line unless DEBUG asks for more
-        if args.log_level == "DEBUG":
-            logger.exception("%s failed", prog)
-        hint = "" if args.log_level == "DEBUG" else " (--log-level DEBUG shows the traceback)"
-        sys.stderr.write(f"{prog}: error: {type(e).__name__}: {one_line(e)}{hint}\n")
-        return 1
+        return report_run_error(prog, e, args.log_level, logger)
     logger.info("done: %d iteration(s) in %s", result.iterations_done, result.output_dir)
     return 0
 
