@@ -12,12 +12,12 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from http_helpers import loopback_server
 
 import osworld_gym.pool
 from osworld_gym import __version__
@@ -237,15 +237,8 @@ def models_server(status: int = 200, body: object = None) -> Iterator[str]:
             self.end_headers()
             self.wfile.write(payload)
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with loopback_server(Handler) as root:
+        yield f"{root}/v1"
 
 
 def closed_port() -> int:
