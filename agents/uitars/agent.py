@@ -237,11 +237,15 @@ class UITARSAgent:
 
         It depends on the task, the rollout index and the step, not on which env ran the
         episode: the pool hands episodes to whichever env frees first, so env ids differ from
-        run to run while (task, rollout, step) does not.
+        run to run while (task, rollout, step) does not. In a streaming collection the
+        request's feed tag counts too, so the same task fed again (a later iteration of the
+        decoupled trainer) samples afresh rather than replaying the same draws.
         """
         if self.config.seed is None:
             return None
         key = f"{self.config.seed}\0{request.task_id}\0{request.rollout}\0{request.step}"
+        if request.tag is not None:
+            key += f"\0{request.tag!r}"
         digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
         return int.from_bytes(digest, "big") & 0x7FFF_FFFF  # fits every engine's seed type
 

@@ -16,27 +16,37 @@ observed) and occupancy (that, or waiting for the env's own policy call).
 
 The collection runs as a task on the pool's event loop, so envs keep stepping while the caller
 works on the groups it already has.
+
+A *streaming* collection (:meth:`RolloutCollector.stream`) takes its tasks from a
+:class:`TaskFeed` instead of a fixed list: the caller puts groups from any thread while the
+collection runs, an env that frees up pulls the next one, and the collection ends once the feed
+is closed and everything put has finished. A trainer keeps the feed a few iterations ahead so
+the desktops never wait for an update (DART-GUI's decoupled mode).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
+from collections import deque
 from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypeVar
 
 from osworld_gym.errors import EnvRetiredError
 from osworld_gym.pool.config import SCREENSHOT_FORMATS, is_count
 from osworld_gym.pool.policy import Policy, PolicyOutput, PolicyRequest, call_policy
 from osworld_gym.pool.pool import EnvPool
 from osworld_gym.pool.results import EnvResult
-from osworld_gym.pool.rollout import RolloutBook, TaskRef
+from osworld_gym.pool.rollout import RolloutBook, TaskRef, task_options
 from osworld_gym.pool.state import Command, EnvState, PoolState
 from osworld_gym.pool.trajectory import TrajectoryGroup, encode_screenshot
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -271,6 +281,80 @@ class UtilizationMeter:
         return stats
 
 
+class TaskFeed:
+    """The groups of a streaming collection, put from any thread and pulled lazily.
+
+    A group is pulled only when an env frees up and every earlier group has started, so what
+    is still in the feed has not touched a desktop; :meth:`close` says no more will come.
+
+    Example:
+        >>> feed = TaskFeed()
+        >>> feed.put("short", 2, tag="iteration 0"); feed.close()
+        >>> feed.pending, feed.closed
+        (1, True)
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: deque[tuple[dict[str, Any], int | None, Any]] = deque()
+        self._closed = False
+        self._wake: Callable[[], None] | None = None
+
+    def put(self, task: TaskRef, group_size: int | None = None, tag: Any = None) -> None:
+        """Queue one group: ``group_size`` rollouts of ``task`` (None: the config's size).
+
+        ``tag`` comes back with the finished group (e.g. the iteration it is for).
+
+        Raises:
+            ValueError: The feed is closed, the task has no ``task_id``, or a size below 1.
+            TypeError: ``task`` is neither a string nor a mapping.
+        """
+        options = task_options(task)
+        if "task_id" not in options:
+            raise ValueError(f"a task needs a 'task_id': {options!r}")
+        if group_size is not None and not is_count(group_size):
+            raise ValueError(f"group sizes must be integers >= 1, got {group_size!r}")
+        with self._lock:
+            if self._closed:
+                raise ValueError("the feed is closed")
+            self._items.append((options, group_size, tag))
+            wake = self._wake
+        if wake is not None:
+            wake()
+
+    def close(self) -> None:
+        """No more groups: the collection ends once everything put has finished."""
+        with self._lock:
+            self._closed = True
+            wake = self._wake
+        if wake is not None:
+            wake()
+
+    @property
+    def closed(self) -> bool:
+        """:meth:`close` was called."""
+        return self._closed
+
+    @property
+    def pending(self) -> int:
+        """Groups put and not yet pulled by the collection."""
+        return len(self._items)
+
+    def _pull(self) -> tuple[dict[str, Any], int | None, Any] | None:
+        with self._lock:
+            return self._items.popleft() if self._items else None
+
+    def _exhausted(self) -> bool:
+        with self._lock:
+            return self._closed and not self._items
+
+    def _attach(self, wake: Callable[[], None] | None) -> None:
+        with self._lock:
+            if wake is not None and self._wake is not None:
+                raise RuntimeError("the feed already serves a running collection")
+            self._wake = wake
+
+
 class RolloutCollector:
     """Runs tasks × group_size episodes rollout-wise on a pool and yields whole groups.
 
@@ -306,7 +390,29 @@ class RolloutCollector:
             tasks: The tasks, one group each.
             group_sizes: Rollouts of each task (same order); None: ``config.group_size`` each.
         """
-        run = _Run(self, tasks, group_sizes)
+        inner = self._iterate(_Run(self, tasks, group_sizes))
+        try:
+            async for item in inner:
+                yield item
+        finally:  # closed early: stop the run now, not when the inner generator is collected
+            await inner.aclose()
+
+    async def astream(self, feed: TaskFeed) -> AsyncGenerator[tuple[Any, TrajectoryGroup], None]:
+        """Yield ``(tag, group)`` for each group put in ``feed``, as soon as it is done.
+
+        Envs pull the next group from the feed as they free up; while the feed is empty and
+        open they idle. The stream ends once the feed is closed and every group put has been
+        yielded. Closing the generator early stops the episodes in flight (their groups are
+        lost; what is still in the feed stays there).
+        """
+        inner = self._iterate(_Run(self, (), None, feed))
+        try:
+            async for item in inner:
+                yield item
+        finally:
+            await inner.aclose()
+
+    async def _iterate(self, run: _Run) -> AsyncGenerator[Any, None]:
         await self.pool._arun(run.start())
         self._run = run
         try:
@@ -328,7 +434,13 @@ class RolloutCollector:
         self, tasks: Sequence[TaskRef], group_sizes: Sequence[int] | None = None
     ) -> Iterator[TrajectoryGroup]:
         """Blocking :meth:`agroups`."""
-        agen = self.agroups(tasks, group_sizes)
+        return self._blocking(self.agroups(tasks, group_sizes))
+
+    def stream(self, feed: TaskFeed) -> Iterator[tuple[Any, TrajectoryGroup]]:
+        """Blocking :meth:`astream`: ``(tag, group)`` pairs in completion order."""
+        return self._blocking(self.astream(feed))
+
+    def _blocking(self, agen: AsyncGenerator[T, None]) -> Iterator[T]:
         try:
             while True:
                 try:
@@ -349,7 +461,7 @@ class RolloutCollector:
         return list(self.groups(tasks, group_sizes))
 
 
-async def _next(agen: AsyncGenerator[TrajectoryGroup, None]) -> TrajectoryGroup:
+async def _next(agen: AsyncGenerator[T, None]) -> T:
     return await agen.__anext__()
 
 
@@ -361,6 +473,7 @@ class _Run:
         owner: RolloutCollector,
         tasks: Sequence[TaskRef],
         group_sizes: Sequence[int] | None = None,
+        feed: TaskFeed | None = None,
     ) -> None:
         self.pool, self.policy, self.config = owner.pool, owner.policy, owner.config
         self.book = RolloutBook(
@@ -369,7 +482,11 @@ class _Run:
             requeue_infra_errors=self.config.requeue_infra_errors,
             max_attempts=self.config.max_attempts,
         )
-        self.out: asyncio.Queue[TrajectoryGroup | BaseException | None] = asyncio.Queue()
+        # Streaming: groups come from the feed, and each goes out with its tag.
+        self.feed = feed
+        self.fed = asyncio.Event()
+        self.feed_wait: asyncio.Task[bool] | None = None
+        self.out: asyncio.Queue[Any] = asyncio.Queue()
         self.waiting: list[int] = []
         self.policy_calls: set[asyncio.Task[tuple[list[int], list[PolicyOutput], float]]] = set()
         self.recv_task: asyncio.Task[list[EnvResult]] | None = None
@@ -388,6 +505,13 @@ class _Run:
             self.meter.num_envs, "one per ready env" if self.concurrency is None
             else f"at most {self.concurrency}",
         )  # fmt: skip
+        if self.feed is not None:
+            loop = asyncio.get_running_loop()
+
+            def wake() -> None:  # from the thread that put tasks into the feed
+                loop.call_soon_threadsafe(self.fed.set)
+
+            self.feed._attach(wake)
         self.task = asyncio.create_task(self._main(), name="osworld-rollout-collector")
 
     async def stop(self) -> None:
@@ -395,9 +519,12 @@ class _Run:
             self.task.cancel()
             await asyncio.gather(self.task, return_exceptions=True)
 
+    def _done(self) -> bool:
+        return self.book.done and (self.feed is None or self.feed._exhausted())
+
     async def _main(self) -> None:
         try:
-            while not self.book.done:
+            while not self._done():
                 await self._start_episodes()
                 self._start_policy_calls()
                 await self._next_event()
@@ -407,7 +534,18 @@ class _Run:
             logger.error("rollout collection failed: %r", e)
             self.out.put_nowait(e)
         finally:
+            if self.feed is not None:
+                self.feed._attach(None)
             await self._drain()
+
+    def _pull(self) -> bool:
+        """Streaming: move the feed's next group into the book; False when it has none."""
+        item = None if self.feed is None else self.feed._pull()
+        if item is None:
+            return False
+        options, size, tag = item
+        self.book.add(options, self.config.group_size if size is None else size, tag)
+        return True
 
     async def _start_episodes(self) -> None:
         free = [
@@ -415,10 +553,11 @@ class _Run:
             for i in self.pool.live_env_ids
             if i not in self.book.running and self.pool.env_state(i) is not EnvState.PENDING
         ]
-        if not self.pool.live_env_ids and self.book.queue:
+        if not self.pool.live_env_ids and (self.book.queue or self.feed is not None):
             raise EnvRetiredError(-1, "every env of the pool is retired; nothing can run")
         for env_id in free:
-            if not self.book.queue:
+            # A streaming run pulls a group only for an env that is free now: lazily.
+            if not self.book.queue and not self._pull():
                 break
             options = self.book.start(env_id)
             seed = None
@@ -451,11 +590,19 @@ class _Run:
         waits: set[asyncio.Task[Any]] = self.policy_calls | self.encoding
         if self.recv_task is not None:
             waits.add(self.recv_task)
+        if self.feed is not None:
+            # New groups (or the feed's close) wake an idle stream.
+            if self.feed_wait is None:
+                self.feed_wait = asyncio.create_task(self.fed.wait())
+            waits.add(self.feed_wait)
         if not waits:
             raise RuntimeError("rollout collector stalled: nothing in flight")
         done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
-            if task is self.recv_task:
+            if task is self.feed_wait:
+                self.feed_wait = None
+                self.fed.clear()
+            elif task is self.recv_task:
                 self.recv_task = None
                 for result in task.result():
                     self.meter.on_result(result)
@@ -489,17 +636,19 @@ class _Run:
         self._record(result, await asyncio.to_thread(encode_screenshot, frame, fmt))
 
     def _record(self, result: EnvResult, screenshot: bytes | None) -> None:
-        group = self.book.on_result(result, screenshot)
+        done = self.book.on_result_tagged(result, screenshot)
         if result.env_id in self.book.running:
             self.waiting.append(result.env_id)
             self.meter.on_ready(result.env_id)
         else:
             self.meter.on_episode_end()
-        if group is not None:
-            self.out.put_nowait(group)
+        if done is not None:
+            self.out.put_nowait(done if self.feed is not None else done[1])
 
     async def _drain(self) -> None:
         """Leave the pool consistent: stop policy calls, receive what is still in flight."""
+        if self.feed_wait is not None:
+            self.feed_wait.cancel()
         for task in self.policy_calls | self.encoding:
             task.cancel()
         await asyncio.gather(*self.encoding, return_exceptions=True)

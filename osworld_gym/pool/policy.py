@@ -25,6 +25,9 @@ class PolicyRequest:
         info: The env's latest info dict.
         trajectory: The episode so far (encoded screenshots, actions, model text), e.g. for a
             prompt with image history.
+        tag: The tag its group was fed with in a streaming collection
+            (:class:`~osworld_gym.pool.collector.TaskFeed`), None otherwise: it tells apart two
+            episodes of the same task and rollout index fed at different times.
     """
 
     env_id: int
@@ -34,6 +37,7 @@ class PolicyRequest:
     observation: Any
     info: dict[str, Any]
     trajectory: Trajectory
+    tag: Any = None
 
 
 @dataclass

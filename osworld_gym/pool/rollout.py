@@ -70,26 +70,53 @@ class RolloutBook:
         requeue_infra_errors: bool = True,
         max_attempts: int = 3,
     ) -> None:
-        self.tasks = [task_options(t) for t in tasks]
-        for options in self.tasks:
-            if "task_id" not in options:
-                raise ValueError(f"a task needs a 'task_id': {options!r}")
-        sizes = [group_size] * len(self.tasks) if isinstance(group_size, int) else list(group_size)
-        if len(sizes) != len(self.tasks):
-            raise ValueError(f"{len(sizes)} group sizes for {len(self.tasks)} tasks")
-        if any(not isinstance(n, int) or n < 1 for n in sizes):
+        options = [task_options(t) for t in tasks]
+        for option in options:
+            if "task_id" not in option:
+                raise ValueError(f"a task needs a 'task_id': {option!r}")
+        sizes = [group_size] * len(options) if isinstance(group_size, int) else list(group_size)
+        if len(sizes) != len(options):
+            raise ValueError(f"{len(sizes)} group sizes for {len(options)} tasks")
+        if any(not _is_size(n) for n in sizes):
             raise ValueError(f"group sizes must be integers >= 1, got {group_size}")
-        self.group_sizes = sizes
         self.requeue = requeue_infra_errors
         self.max_attempts = max_attempts
+        self.tasks: list[dict[str, Any]] = []
+        self.group_sizes: list[int] = []
+        self.tags: list[Any] = []
         # Task-major order: all rollouts of a task start together, so groups finish early.
-        self.queue: deque[EpisodeRequest] = deque(
-            EpisodeRequest(g, r) for g, size in enumerate(sizes) for r in range(size)
-        )
+        self.queue: deque[EpisodeRequest] = deque()
         self.running: dict[int, Episode] = {}
-        self._finished: list[dict[int, Trajectory]] = [{} for _ in self.tasks]
-        self._discarded: list[list[Trajectory]] = [[] for _ in self.tasks]
+        self._finished: dict[int, dict[int, Trajectory]] = {}
+        self._discarded: dict[int, list[Trajectory]] = {}
         self.requeued = 0
+        for option, size in zip(options, sizes, strict=True):
+            self.add(option, size)
+
+    def add(self, task: TaskRef, group_size: int, tag: Any = None) -> int:
+        """Queue one more group (a streaming collection's next task); return its index.
+
+        Args:
+            task: The task.
+            group_size: Its rollouts.
+            tag: Anything the caller wants back with the finished group (see
+                :meth:`on_result_tagged`).
+
+        Raises:
+            ValueError: No ``task_id``, or a size below 1.
+        """
+        options = task_options(task)
+        if "task_id" not in options:
+            raise ValueError(f"a task needs a 'task_id': {options!r}")
+        if not _is_size(group_size):
+            raise ValueError(f"group sizes must be integers >= 1, got {group_size!r}")
+        index = len(self.tasks)
+        self.tasks.append(options)
+        self.group_sizes.append(group_size)
+        self.tags.append(tag)
+        self._finished[index], self._discarded[index] = {}, []
+        self.queue.extend(EpisodeRequest(index, r) for r in range(group_size))
+        return index
 
     @property
     def done(self) -> bool:
@@ -130,6 +157,7 @@ class RolloutBook:
             observation=episode.observation,
             info=episode.info,
             trajectory=episode.trajectory,
+            tag=self.tags[episode.request.group],
         )
 
     def on_result(self, result: EnvResult, screenshot: bytes | None) -> TrajectoryGroup | None:
@@ -137,6 +165,13 @@ class RolloutBook:
 
         After this, the env either waits for an action (``env_id in running``) or is free.
         """
+        done = self.on_result_tagged(result, screenshot)
+        return None if done is None else done[1]
+
+    def on_result_tagged(
+        self, result: EnvResult, screenshot: bytes | None
+    ) -> tuple[Any, TrajectoryGroup] | None:
+        """:meth:`on_result`, with the completed group's tag (given to :meth:`add`)."""
         episode = self.running[result.env_id]
         trajectory = episode.trajectory
         if result.error is not None:
@@ -179,7 +214,7 @@ class RolloutBook:
             extra=dict(chosen.extra),
         )
 
-    def _finish(self, env_id: int) -> TrajectoryGroup | None:
+    def _finish(self, env_id: int) -> tuple[Any, TrajectoryGroup] | None:
         episode = self.running.pop(env_id)
         request, trajectory = episode.request, episode.trajectory
         trajectory.wall_seconds = time.monotonic() - episode.started
@@ -202,6 +237,9 @@ class RolloutBook:
         )
         # Handed over: the book keeps no reference, so a caller that streams groups and drops
         # them holds no screenshots of finished groups (about 20 kB an episode at 336x224).
-        self._finished[request.group] = {}
-        self._discarded[request.group] = []
-        return group
+        del self._finished[request.group], self._discarded[request.group]
+        return self.tags[request.group], group
+
+
+def _is_size(n: object) -> bool:
+    return isinstance(n, int) and n >= 1

@@ -6,6 +6,7 @@ The engine here is a scripted fake: these tests are about the agent's own logic.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 from collections.abc import Callable, Sequence
 
@@ -313,6 +314,11 @@ def test_seeded_agent_samples_each_request_with_its_own_seed():
     assert again.request_seed(make_request([], frame(1), env_id=7)) == seeds[0]
     assert UITARSAgent(ScriptedEngine(), seed=1).request_seed(requests[0]) != seeds[0]
     assert UITARSAgent(ScriptedEngine()).request_seed(requests[0]) is None
+    # A streaming collection's feed tag tells apart the same task fed in two iterations.
+    tagged = [dataclasses.replace(requests[0], tag=(k, 0)) for k in (3, 4)]
+    tag_seeds = [again.request_seed(r) for r in tagged]
+    assert len({seeds[0], *tag_seeds}) == 3
+    assert again.request_seed(dataclasses.replace(requests[0], tag=(3, 0))) == tag_seeds[0]
 
 
 def test_wrong_number_of_generations_is_an_error():
