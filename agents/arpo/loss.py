@@ -20,6 +20,12 @@ their gradients) gives exactly the full-batch loss:
   trajectories; normaliser = number of trajectories with at least one loss token.
 * ``"token-mean"`` (DAPO): sum over all loss tokens / number of loss tokens.
 
+**Stale rollouts** (DART-GUI's decoupled mode): when the episodes were sampled by an older
+policy than the one PPO's old log-probs come from, each token's loss is also multiplied by the
+truncated importance weight ``w = min(1, exp(old_logp - rollout_logp))`` (no gradient through
+it; :func:`truncated_importance_weights`): tokens the sampler favoured more than the trainer's
+old policy count less, and no token counts more than once.
+
 Count the normaliser with :func:`loss_normalizer` on every micro-batch of the step, sum the
 counts (and all-reduce them across data-parallel ranks). If the data-parallel backend *averages*
 gradients over ``R`` ranks (DDP, FSDP), pass ``global_count / R`` so the average restores the
@@ -157,6 +163,52 @@ def clipped_policy_loss(
     )
 
 
+IS_CAP = 1.0
+"""Truncation of the importance weight between the trainer's old policy and the sampler's."""
+
+
+class ImportanceWeights(NamedTuple):
+    """Truncated per-token importance weights, ``[B, T]``, detached.
+
+    Attributes:
+        weight: ``min(cap, exp(old_logp - rollout_logp))``.
+        truncated: The untruncated weight exceeded ``cap``.
+    """
+
+    weight: torch.Tensor
+    truncated: torch.Tensor
+
+
+def truncated_importance_weights(
+    old_logp: torch.Tensor, rollout_logp: torch.Tensor, *, cap: float = IS_CAP
+) -> ImportanceWeights:
+    """Per-token weights correcting for rollouts sampled by an older policy.
+
+    Args:
+        old_logp: ``[B, T]`` log-probs under the trainer's policy before this update.
+        rollout_logp: ``[B, T]`` log-probs the rollout engine sampled with.
+        cap: The truncation (DART-GUI: 1).
+
+    Returns:
+        The weights and where they were truncated; both carry no gradient.
+
+    Example:
+        >>> old, sampled = torch.tensor([[0.0, -1.0]]), torch.tensor([[-1.0, 0.0]])
+        >>> w = truncated_importance_weights(old, sampled)
+        >>> w.weight.tolist()[0][0], round(w.weight.tolist()[0][1], 4), w.truncated.tolist()
+        (1.0, 0.3679, [[True, False]])
+    """
+    if old_logp.shape != rollout_logp.shape:
+        raise ValueError(
+            f"old_logp {tuple(old_logp.shape)} and rollout_logp {tuple(rollout_logp.shape)} differ"
+        )
+    if cap <= 0:
+        raise ValueError(f"the importance weight cap must be > 0, got {cap}")
+    log_ratio = (_upcast(old_logp) - _upcast(rollout_logp)).detach()
+    raw = torch.exp(log_ratio.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))
+    return ImportanceWeights(raw.clamp(max=cap), raw > cap)
+
+
 def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     """Per-token k3 estimate of KL(pi || pi_ref), always >= 0.
 
@@ -243,6 +295,8 @@ def policy_loss(
     dual_clip: float = DUAL_CLIP,
     ref_logp: torch.Tensor | None = None,
     kl_coef: float = 0.0,
+    rollout_logp: torch.Tensor | None = None,
+    is_cap: float = IS_CAP,
 ) -> PolicyLossOutput:
     """The full policy loss of one micro-batch, with metrics.
 
@@ -261,6 +315,10 @@ def policy_loss(
         dual_clip: ``c``.
         ref_logp: ``[B, T]`` reference-policy log-probs; needed when ``kl_coef > 0``.
         kl_coef: Weight of the k3 KL penalty added per token (0 = off, as in ARPO).
+        rollout_logp: ``[B, T]`` log-probs the rollouts were sampled with: weights every
+            token's policy loss by :func:`truncated_importance_weights` (stale rollouts;
+            None: no weighting). Adds ``losses/is_weight_mean`` and ``losses/is_truncated_frac``.
+        is_cap: The importance weights' truncation.
 
     Returns:
         The loss and its metrics.
@@ -271,9 +329,17 @@ def policy_loss(
     pieces = clipped_policy_loss(
         logp, old_logp, advantages, clip_low=clip_low, clip_high=clip_high, dual_clip=dual_clip
     )
-    pg_loss = aggregate_loss(pieces.loss, mask, mode, normalizer=normalizer)
+    token_loss = pieces.loss
+    weights = None
+    if rollout_logp is not None:
+        weights = truncated_importance_weights(old_logp, rollout_logp, cap=is_cap)
+        token_loss = token_loss * weights.weight
+    pg_loss = aggregate_loss(token_loss, mask, mode, normalizer=normalizer)
     loss = pg_loss
     metrics = _token_metrics(logp, old_logp, mask, pieces)
+    if weights is not None:
+        metrics["losses/is_weight_mean"] = _masked_mean(weights.weight, mask)
+        metrics["losses/is_truncated_frac"] = _masked_mean(weights.truncated.float(), mask)
     metrics["losses/policy_loss"] = pg_loss.detach()
     if ref_logp is not None:
         kl = kl_penalty(logp, _upcast(ref_logp))

@@ -4,12 +4,26 @@ Policy (``docs/design/arpo.md#replay-buffer``, bounded and switchable):
 
 * **Insert.** Every trainable episode with ``score > success_threshold`` (0.1) is stored under
   its task. Each task keeps at most ``capacity_per_task`` (8) entries, first in first out.
-  Unlike ARPO, a global byte budget also applies: while the stored bytes exceed it, the oldest
-  entry over *all* tasks goes first. Failures are never stored.
+  Failures are never stored.
+* **Budget.** Unlike ARPO, a byte budget over all tasks also applies. While the stored bytes
+  exceed it, one entry at a time goes, chosen by ``eviction``:
+
+  - ``"largest-task"`` (default): the oldest entry of the task holding the most bytes among
+    the tasks holding at least two entries (ties: the task whose oldest entry is older). A
+    task's last success is therefore never evicted while another task holds several. Only
+    when every task holds exactly one entry does a task lose its last success: the oldest
+    entry over all tasks goes (the budget is then too small for one success per task; the
+    newest success stays, and the size of an episode plays no part, so long episodes of hard
+    tasks are not singled out).
+  - ``"oldest"``: the oldest entry over all tasks, whatever its task holds (the first
+    bounded policy; it empties the rarely solved tasks first, see
+    ``benchmarks/bench_replay.py``).
+
+  An INFO log line summarises every insertion that had to evict for the budget.
 * **Inject.** A group whose scores have population std < 0.05 and mean < 0.2 (in practice: all
   rollouts failed) gets its first rollout replaced by one stored success of its task, drawn
   uniformly with replacement from the buffer's own RNG. A task with nothing stored keeps its
-  group. Only evaluator scores decide this, never the format term.
+  group (an *empty trigger*, counted). Only evaluator scores decide this, never the format term.
 * **Order** (as in ARPO): inject into every group of the iteration first, compute advantages on
   the injected groups, then insert the *original* groups.
 * ``enabled=False`` turns every operation into a no-op, which is plain GRPO.
@@ -34,7 +48,7 @@ import tempfile
 from collections import deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from osworld_agents.arpo.rewards import is_trainable
@@ -44,7 +58,10 @@ from osworld_gym.pool.trajectory import Trajectory, TrajectoryGroup
 logger = logging.getLogger(__name__)
 
 _FORMAT = "osworld-arpo-replay"
-_VERSION = 1
+_VERSION = 1  # unchanged by the eviction policy and the empty-trigger counter: both load old states
+
+Eviction = Literal["largest-task", "oldest"]
+EVICTION_POLICIES: tuple[str, ...] = ("largest-task", "oldest")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +74,9 @@ class ReplayConfig:
         capacity_per_task: Entries kept per task, oldest evicted first (ARPO: 8).
         max_bytes: Budget in bytes over all tasks (screenshots + numpy arrays); None = no
             budget (ARPO). The default 2 GiB holds roughly 500 15-step trajectories of PNGs.
+        eviction: Which entry goes when the budget is exceeded: ``"largest-task"`` (the
+            oldest of the task holding the most bytes, never a task's last success while
+            another task holds several) or ``"oldest"`` (the oldest over all tasks).
         trigger_std: Inject when the population std of a group's scores is below this.
         trigger_mean: ... and their mean is below this.
         compact_extra: ``(key, numpy dtype)`` pairs: step ``extra`` values stored as arrays.
@@ -66,6 +86,7 @@ class ReplayConfig:
     success_threshold: float = 0.1
     capacity_per_task: int = 8
     max_bytes: int | None = 2 * 1024**3
+    eviction: Eviction = "largest-task"
     trigger_std: float = 0.05
     trigger_mean: float = 0.2
     compact_extra: tuple[tuple[str, str], ...] = (("token_ids", "int32"), ("logprobs", "float32"))
@@ -75,6 +96,8 @@ class ReplayConfig:
             raise ValueError(f"capacity_per_task must be >= 1, got {self.capacity_per_task}")
         if self.max_bytes is not None and self.max_bytes < 0:
             raise ValueError(f"max_bytes must be >= 0 or None, got {self.max_bytes}")
+        if self.eviction not in EVICTION_POLICIES:
+            raise ValueError(f"eviction must be one of {EVICTION_POLICIES}, got {self.eviction!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,15 +107,23 @@ class Injection:
     Attributes:
         group: The group to train on: a new group if a success was injected, else the input.
         replayed: One flag per trajectory of ``group``: True for the injected copy.
+        triggered: Whether the group met the replay trigger (all rollouts failed), whether or
+            not a stored success was found for it.
     """
 
     group: TrajectoryGroup
     replayed: tuple[bool, ...]
+    triggered: bool = False
 
     @property
     def injected(self) -> bool:
         """Whether a stored success replaced a rollout."""
         return any(self.replayed)
+
+    @property
+    def empty_trigger(self) -> bool:
+        """The group needed a replayed success and its task had none stored."""
+        return self.triggered and not self.injected
 
 
 def needs_replay(
@@ -153,7 +184,16 @@ def compact_copy(trajectory: Trajectory, compact_extra: Iterable[tuple[str, str]
 
 
 def _new_counters() -> dict[str, int]:
-    return {"stored": 0, "evicted": 0, "injections": 0}
+    # Old states lack empty_triggers: loading merges them into these zeros.
+    return {"stored": 0, "evicted": 0, "injections": 0, "empty_triggers": 0}
+
+
+def _size(nbytes: int) -> str:
+    """``nbytes`` for a log line: KiB, MiB or GiB with one decimal."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.1f} {unit}"
+    return f"{nbytes / 2**10:.1f} KiB"
 
 
 @dataclasses.dataclass
@@ -183,6 +223,7 @@ class ReplayBuffer:
         self.config = config if config is not None else ReplayConfig()
         self._rng = rng if rng is not None else random.Random(seed)
         self._entries: dict[str, deque[_Entry]] = {}
+        self._task_bytes: dict[str, int] = {}
         self._bytes = 0
         self._next_seq = 0
         self._counters = _new_counters()
@@ -216,8 +257,7 @@ class ReplayBuffer:
             )
             return False
         self._next_seq += 1
-        self._entries.setdefault(trajectory.task_id, deque()).append(entry)
-        self._bytes += entry.nbytes
+        self._append(trajectory.task_id, entry)
         self._counters["stored"] += 1
         self._enforce_limits()
         return True
@@ -226,24 +266,72 @@ class ReplayBuffer:
         """Store the group's successes; returns how many were kept."""
         return sum(self.add(trajectory) for trajectory in group.trajectories)
 
+    def _append(self, task_id: str, entry: _Entry) -> None:
+        self._entries.setdefault(task_id, deque()).append(entry)
+        self._task_bytes[task_id] = self._task_bytes.get(task_id, 0) + entry.nbytes
+        self._bytes += entry.nbytes
+
     def _enforce_limits(self) -> None:
         cfg = self.config
         for task_id in list(self._entries):
             while len(self._entries[task_id]) > cfg.capacity_per_task:
                 self._evict(task_id)
+        evicted: dict[str, int] = {}
+        emptied: list[str] = []
         while cfg.max_bytes is not None and self._bytes > cfg.max_bytes:
-            # The global oldest is the oldest head: each task's deque is in insertion order.
-            oldest = min(self._entries, key=lambda task: self._entries[task][0].seq)
-            self._evict(oldest)
+            task_id = self._budget_victim()
+            evicted[task_id] = evicted.get(task_id, 0) + 1
+            self._evict(task_id)
+            if task_id not in self._entries:
+                emptied.append(task_id)
+        if evicted:
+            self._log_budget_eviction(evicted, emptied)
+
+    def _budget_victim(self) -> str:
+        """The task whose oldest entry goes next to meet the byte budget (module docstring)."""
+        entries = self._entries
+        if self.config.eviction == "largest-task":
+            several = [task for task, queue in entries.items() if len(queue) > 1]
+            if several:
+                # Most bytes first; on a tie the task with the older oldest entry.
+                return max(several, key=lambda t: (self._task_bytes[t], -entries[t][0].seq))
+        # "oldest", or every task down to one entry: the global oldest is the oldest head,
+        # since each task's deque is in insertion order.
+        return min(entries, key=lambda task: entries[task][0].seq)
 
     def _evict(self, task_id: str) -> None:
         entries = self._entries[task_id]
         entry = entries.popleft()
         self._bytes -= entry.nbytes
+        self._task_bytes[task_id] -= entry.nbytes
         self._counters["evicted"] += 1
         if not entries:
             del self._entries[task_id]
+            del self._task_bytes[task_id]
         logger.debug("replay: evicted entry %d of task %s", entry.seq, task_id)
+
+    def _log_budget_eviction(self, evicted: dict[str, int], emptied: list[str]) -> None:
+        """One INFO line per insertion that evicted for the budget: what went, what is left."""
+        per_task = self._task_bytes.values()
+        budget = self.config.max_bytes or 0
+        most = max(per_task, default=0)
+        count = sum(evicted.values())
+        logger.info(
+            "replay: byte budget %s full, %r evicted %d entr%s (%s); %d task(s) hold %s, "
+            "per task %s..%s (largest share %.1f%% of the budget), %d at their last success%s",
+            _size(budget),
+            self.config.eviction,
+            count,
+            "y" if count == 1 else "ies",
+            ", ".join(f"{task} x{n}" for task, n in evicted.items()),
+            len(self._entries),
+            _size(self._bytes),
+            _size(min(per_task, default=0)),
+            _size(most),
+            100.0 * most / budget if budget else 0.0,
+            sum(len(queue) == 1 for queue in self._entries.values()),
+            f"; lost their only success: {', '.join(emptied)}" if emptied else "",
+        )
 
     # -- draw and inject -------------------------------------------------------------------
 
@@ -271,7 +359,9 @@ class ReplayBuffer:
 
         Returns:
             The group to train on and which of its trajectories is the replayed copy. The copy
-            takes the replaced rollout's index; its score is the one it was stored with.
+            takes the replaced rollout's index; its score is the one it was stored with. A
+            triggered group whose task has nothing stored comes back unchanged, marked
+            ``triggered`` (an empty trigger, counted as ``replay/empty_triggers``).
         """
         cfg = self.config
         unchanged = Injection(group, (False,) * len(group))
@@ -281,14 +371,18 @@ class ReplayBuffer:
             return unchanged
         drawn = self.sample(group.task_id, 1)
         if not drawn:
-            return unchanged
+            self._counters["empty_triggers"] += 1
+            logger.debug(
+                "replay: task %s failed every rollout and has nothing stored", group.task_id
+            )
+            return dataclasses.replace(unchanged, triggered=True)
         replayed = drawn[0]
         replayed.rollout = group.trajectories[0].rollout
         self._counters["injections"] += 1
         logger.debug("replay: injected a stored success into task %s", group.task_id)
         trajectories = [replayed, *group.trajectories[1:]]
         new_group = TrajectoryGroup(group.task_id, trajectories, list(group.discarded))
-        return Injection(new_group, (True,) + (False,) * (len(trajectories) - 1))
+        return Injection(new_group, (True,) + (False,) * (len(trajectories) - 1), triggered=True)
 
     # -- accounting ------------------------------------------------------------------------
 
@@ -303,6 +397,35 @@ class ReplayBuffer:
     def task_sizes(self) -> dict[str, int]:
         """Entries stored per task (tasks with none are absent)."""
         return {task_id: len(entries) for task_id, entries in self._entries.items()}
+
+    def task_bytes(self) -> dict[str, int]:
+        """Bytes stored per task, as counted against the budget (tasks with none are absent)."""
+        return dict(self._task_bytes)
+
+    def gauges(self) -> dict[str, float]:
+        """The buffer's state now, keyed ``replay/...``: identical on every rank of a run.
+
+        ``size``, ``tasks`` and ``bytes``; ``task_bytes_max``/``task_bytes_min`` over the
+        tasks holding something; ``task_share_max`` (the largest task's bytes over the budget,
+        0 without one) and ``budget_used`` (stored bytes over the budget, 0 without one);
+        ``single_tasks`` (tasks down to one success, which ``largest-task`` eviction spares
+        while another task holds several);
+        ``evicted`` (entries evicted so far, capacity and budget together).
+        """
+        per_task = self._task_bytes.values()
+        budget = self.config.max_bytes
+        most = max(per_task, default=0)
+        return {
+            "replay/size": len(self),
+            "replay/tasks": len(self._entries),
+            "replay/bytes": self._bytes,
+            "replay/task_bytes_max": most,
+            "replay/task_bytes_min": min(per_task, default=0),
+            "replay/task_share_max": most / budget if budget else 0.0,
+            "replay/budget_used": self._bytes / budget if budget else 0.0,
+            "replay/single_tasks": sum(len(q) == 1 for q in self._entries.values()),
+            "replay/evicted": self._counters["evicted"],
+        }
 
     def stats(self) -> dict[str, int]:
         """Counters for logging, keyed ``replay/...``."""
@@ -350,15 +473,16 @@ class ReplayBuffer:
                 f"not a replay buffer state of version {_VERSION}: "
                 f"format={state.get('format')!r}, version={state.get('version')!r}"
             )
-        if state["config"] != dataclasses.asdict(self.config):
+        current = dataclasses.asdict(self.config)
+        # States saved before a field existed lack it; only the fields both know are compared.
+        if any(current.get(key, value) != value for key, value in state["config"].items()):
             logger.warning("replay: loading a state saved with another config: %s", state["config"])
-        self._entries, self._bytes = {}, 0
+        self._entries, self._task_bytes, self._bytes = {}, {}, 0
         for item in sorted(state["entries"], key=lambda item: item["seq"]):
             trajectory = compact_copy(item["trajectory"], self.config.compact_extra)
             # Recounted rather than trusted: another compact_extra may have changed the arrays.
             entry = _Entry(int(item["seq"]), trajectory, stored_nbytes(trajectory))
-            self._entries.setdefault(trajectory.task_id, deque()).append(entry)
-            self._bytes += entry.nbytes
+            self._append(trajectory.task_id, entry)
         self._next_seq = int(state["next_seq"])
         self._counters = _new_counters() | dict(state["counters"])
         version, internal, gauss_next = state["rng_state"]

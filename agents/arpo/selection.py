@@ -4,6 +4,11 @@ ARPO trains on the 128 OSWorld tasks where the base agent (UI-TARS-1.5) succeede
 infeasible tasks excluded; its list is precomputed and the number of baseline rollouts behind
 it is not recorded. Here the rule is code and the selection file records how it was made: the
 rule, every task's success count, rollout count and rate, and why each task was kept or not.
+
+Infeasible tasks (evaluator ``func`` ``"infeasible"``: the agent scores by answering FAIL) are
+excluded by default, as ARPO's list does, whatever their scores; ``include_infeasible`` lets
+the rule decide them like any other task. The file lists the infeasible tasks and every
+excluded task with the reason.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import json
 import logging
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +29,7 @@ _VERSION = 1
 
 SELECTED = "selected"
 EXCLUDED = "excluded by predicate"
+INFEASIBLE_TASK = "infeasible task (evaluator func 'infeasible')"
 UNSCORED = "no scored rollout"
 NO_SUCCESS = "no success"
 BELOW_BAND = "success rate below band"
@@ -81,12 +87,19 @@ class TaskSelection:
         stats: Per-task baseline outcome, in input order.
         decisions: Per task, :data:`SELECTED` or why it was not.
         exclude_predicate: Name of the exclusion predicate, if one was used.
+        excluded: The tasks dropped whatever their scores, with the reason
+            (:data:`INFEASIBLE_TASK` or :data:`EXCLUDED`); a subset of ``decisions``.
+        infeasible: The infeasible tasks among the inputs, excluded or not.
+        include_infeasible: Whether infeasible tasks were left to the rule.
     """
 
     rule: SelectionRule
     stats: Mapping[str, TaskStats]
     decisions: Mapping[str, str]
     exclude_predicate: str | None = None
+    excluded: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    infeasible: tuple[str, ...] = ()
+    include_infeasible: bool = False
 
     @property
     def selected(self) -> list[str]:
@@ -95,8 +108,15 @@ class TaskSelection:
 
     @property
     def rollouts_per_task(self) -> int | None:
-        """The baseline's rollouts per task (k) if all tasks had the same number, else None."""
-        counts = {s.rollouts for s in self.stats.values()}
+        """The baseline's rollouts per task (k) if all tasks had the same number, else None.
+
+        Tasks excluded before the pass (never rolled out: no scored rollout) do not count.
+        """
+        counts = {
+            s.rollouts
+            for task, s in self.stats.items()
+            if not (task in self.excluded and s.rollouts == 0)
+        }
         return counts.pop() if len(counts) == 1 else None
 
 
@@ -129,27 +149,51 @@ def select_tasks(
     rule: SelectionRule | None = None,
     *,
     exclude: Callable[[str], bool] | None = None,
+    infeasible: Iterable[str] = (),
+    include_infeasible: bool = False,
 ) -> TaskSelection:
     """Apply ``rule`` to a baseline pass.
 
     Args:
         baseline: Task id -> the scores of its k baseline rollouts.
         rule: The rule; None uses ARPO's (:class:`SelectionRule` defaults).
-        exclude: Predicate on task ids that drops a task regardless of its scores (e.g.
-            "the task is infeasible", as ARPO's list leaves those out).
+        exclude: Predicate on task ids that drops a task regardless of its scores.
+        infeasible: The ids of the infeasible tasks (e.g. ``TaskSet.filter(infeasible=True)``).
+            They are excluded (:data:`INFEASIBLE_TASK`) whatever their scores, as ARPO's list
+            leaves them out; those absent from ``baseline`` (not rolled out, to save the
+            pass) are recorded with no rollout.
+        include_infeasible: Let the rule decide infeasible tasks like the others (those absent
+            from ``baseline`` are then left out of the selection altogether).
 
     Returns:
         The selection, with every task's stats and decision.
     """
     rule = rule if rule is not None else SelectionRule()
+    infeasible = tuple(dict.fromkeys(infeasible))
     stats = {task: task_stats(scores, rule.success_threshold) for task, scores in baseline.items()}
-    decisions = {
-        task: EXCLUDED if exclude is not None and exclude(task) else _decide(s, rule)
-        for task, s in stats.items()
-    }
+    excluded: dict[str, str] = {}
+    if not include_infeasible:
+        for task in infeasible:
+            stats.setdefault(task, TaskStats(0, 0))
+            excluded[task] = INFEASIBLE_TASK
+    if exclude is not None:
+        for task in stats:
+            if task not in excluded and exclude(task):
+                excluded[task] = EXCLUDED
+    decisions = {task: excluded.get(task) or _decide(s, rule) for task, s in stats.items()}
     name = None if exclude is None else getattr(exclude, "__qualname__", repr(exclude))
-    selection = TaskSelection(rule, stats, decisions, name)
-    logger.info("selected %d of %d tasks with %s", len(selection.selected), len(stats), rule)
+    selection = TaskSelection(
+        rule, stats, decisions, name, excluded, infeasible, include_infeasible
+    )
+    logger.info(
+        "selected %d of %d tasks with %s; %d excluded (%d infeasible%s)",
+        len(selection.selected),
+        len(stats),
+        rule,
+        len(excluded),
+        len(infeasible),
+        ", kept for the rule" if include_infeasible else "",
+    )
     return selection
 
 
@@ -165,6 +209,9 @@ def save_selection(selection: TaskSelection, path: str | os.PathLike[str]) -> No
         "version": _VERSION,
         "rule": dataclasses.asdict(selection.rule),
         "exclude_predicate": selection.exclude_predicate,
+        "include_infeasible": selection.include_infeasible,
+        "infeasible": list(selection.infeasible),
+        "excluded": dict(selection.excluded),
         "rollouts_per_task": selection.rollouts_per_task,
         "selected": selection.selected,
         "tasks": {
@@ -190,11 +237,17 @@ def load_selection(path: str | os.PathLike[str]) -> TaskSelection:
     if document.get("format") != _FORMAT or document.get("version") != _VERSION:
         raise ValueError(f"{path} is not an {_FORMAT} file of version {_VERSION}")
     tasks = document["tasks"]
+    decisions = {t: r["decision"] for t, r in tasks.items()}
+    # Files written before infeasible tasks were handled lack the last three keys.
+    excluded = document.get("excluded", {t: d for t, d in decisions.items() if d == EXCLUDED})
     return TaskSelection(
         rule=SelectionRule(**document["rule"]),
         stats={t: TaskStats(r["rollouts"], r["successes"]) for t, r in tasks.items()},
-        decisions={t: r["decision"] for t, r in tasks.items()},
+        decisions=decisions,
         exclude_predicate=document["exclude_predicate"],
+        excluded=excluded,
+        infeasible=tuple(document.get("infeasible", ())),
+        include_infeasible=bool(document.get("include_infeasible", False)),
     )
 
 

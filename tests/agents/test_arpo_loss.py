@@ -204,3 +204,54 @@ def test_unknown_mode_and_bad_shapes_raise() -> None:
         policy_loss(logp, old_logp[:, :3], adv, mask)
     with pytest.raises(ValueError):
         policy_loss(logp, old_logp, adv[:3], mask)
+
+
+# --- truncated importance weights (async rollouts) ---------------------------------------------
+
+
+def test_truncated_importance_weights_hand_values() -> None:
+    from osworld_agents.arpo.loss import truncated_importance_weights
+
+    # log-ratios old - rollout: -1 (sampler favoured it: e^-1), 0, +0.5 (truncated), -ln 4
+    old = torch.tensor([[-2.0, -1.0, -0.5, -3.0]], dtype=torch.float64)
+    sampled = torch.tensor([[-1.0, -1.0, -1.0, -3.0 + math.log(4.0)]], dtype=torch.float64)
+    w = truncated_importance_weights(old, sampled)
+    expected = torch.tensor([[math.exp(-1.0), 1.0, 1.0, 0.25]], dtype=torch.float64)
+    torch.testing.assert_close(w.weight, expected)
+    assert w.truncated.tolist() == [[False, False, True, False]]
+    half = truncated_importance_weights(old, sampled, cap=0.5)
+    torch.testing.assert_close(
+        half.weight, torch.tensor([[math.exp(-1.0), 0.5, 0.5, 0.25]]).double()
+    )
+    with pytest.raises(ValueError, match="differ"):
+        truncated_importance_weights(old, sampled[:, :2])
+
+
+def test_importance_weights_scale_token_losses_without_gradient() -> None:
+    # Two tokens, A = +1, logp = old (ratio 1, unclipped): token loss -1 each, d/dlogp = -1.
+    logp = torch.tensor([[-1.0, -2.0]], dtype=torch.float64, requires_grad=True)
+    old = logp.detach().clone()
+    sampled = torch.tensor([[-1.0 + math.log(2.0), -2.0 - 1.0]], dtype=torch.float64)
+    mask = torch.ones(1, 2)
+    adv = torch.tensor([1.0], dtype=torch.float64)
+    # Weights: min(1, e^-ln2) = 0.5 and min(1, e^1) = 1 (truncated).
+    out = policy_loss(logp, old, adv, mask, mode="token-mean", rollout_logp=sampled)
+    assert out.loss.item() == pytest.approx((-0.5 - 1.0) / 2)
+    out.loss.backward()
+    torch.testing.assert_close(logp.grad, torch.tensor([[-0.25, -0.5]], dtype=torch.float64))
+    assert out.metrics["losses/is_weight_mean"].item() == pytest.approx(0.75)
+    assert out.metrics["losses/is_truncated_frac"].item() == pytest.approx(0.5)
+    # The sampling log-probs get no gradient, and without them nothing is weighted.
+    plain = policy_loss(logp.detach(), old, adv, mask, mode="token-mean")
+    assert plain.loss.item() == pytest.approx(-1.0)
+    assert "losses/is_weight_mean" not in plain.metrics
+
+
+def test_on_policy_rollouts_weigh_one() -> None:
+    logp, old_logp, adv = hand_inputs()
+    mask = torch.ones_like(old_logp)
+    weighted = policy_loss(logp, old_logp, adv, mask, rollout_logp=old_logp.clone())
+    plain = policy_loss(logp, old_logp, adv, mask)
+    torch.testing.assert_close(weighted.loss, plain.loss)
+    assert weighted.metrics["losses/is_weight_mean"].item() == 1.0
+    assert weighted.metrics["losses/is_truncated_frac"].item() == 0.0

@@ -78,8 +78,8 @@ def test_per_task_fifo_evicts_oldest() -> None:
     assert buffer.stats()["replay/evicted"] == 2
 
 
-def test_byte_budget_evicts_oldest_across_tasks() -> None:
-    buffer = ReplayBuffer(ReplayConfig(max_bytes=3 * SHOT), seed=0)
+def test_oldest_policy_evicts_oldest_across_tasks() -> None:
+    buffer = ReplayBuffer(ReplayConfig(max_bytes=3 * SHOT, eviction="oldest"), seed=0)
     for name in ("a0", "b0", "a1"):
         buffer.add(make_trajectory(name[0], 1.0, name))
     assert buffer.nbytes == 3 * SHOT
@@ -226,6 +226,8 @@ def test_invalid_config() -> None:
         ReplayConfig(capacity_per_task=0)
     with pytest.raises(ValueError):
         ReplayConfig(max_bytes=-1)
+    with pytest.raises(ValueError, match="eviction"):
+        ReplayConfig(eviction="newest")  # type: ignore[arg-type]
 
 
 # -- persistence ---------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from osworld_agents.arpo.selection import (
     ABOVE_BAND,
     BELOW_BAND,
     EXCLUDED,
+    INFEASIBLE_TASK,
     NO_SUCCESS,
     SELECTED,
     UNSCORED,
@@ -68,6 +69,40 @@ def test_exclusion_predicate() -> None:
     assert "is_infeasible" in selection.exclude_predicate
 
 
+def test_infeasible_tasks_are_excluded_by_default_whatever_their_scores() -> None:
+    # "infeasible_x" was solved once; "skipped" was never rolled out (the pass leaves it out).
+    selection = select_tasks(BASELINE, infeasible=["infeasible_x", "skipped"])
+    assert selection.selected == ["once", "half", "always"]
+    assert selection.decisions["infeasible_x"] == INFEASIBLE_TASK
+    assert selection.decisions["skipped"] == INFEASIBLE_TASK
+    assert selection.stats["skipped"] == TaskStats(rollouts=0, successes=0)
+    assert selection.stats["infeasible_x"] == TaskStats(rollouts=4, successes=1)
+    assert selection.excluded == {"infeasible_x": INFEASIBLE_TASK, "skipped": INFEASIBLE_TASK}
+    assert selection.infeasible == ("infeasible_x", "skipped")
+    assert not selection.include_infeasible
+    assert selection.rollouts_per_task == 4  # the task never rolled out does not count
+
+
+def test_include_infeasible_leaves_them_to_the_rule() -> None:
+    selection = select_tasks(
+        BASELINE, infeasible=["infeasible_x", "skipped"], include_infeasible=True
+    )
+    assert selection.selected == ["once", "half", "always", "infeasible_x"]
+    assert "skipped" not in selection.decisions  # not rolled out: nothing to decide on
+    assert selection.excluded == {}
+    assert selection.infeasible == ("infeasible_x", "skipped")
+    assert selection.include_infeasible
+
+
+def test_infeasible_and_predicate_exclusions_together() -> None:
+    selection = select_tasks(
+        BASELINE, infeasible=["infeasible_x"], exclude=lambda t: t in ("half", "infeasible_x")
+    )
+    # The infeasible reason wins for a task both would drop.
+    assert selection.excluded == {"infeasible_x": INFEASIBLE_TASK, "half": EXCLUDED}
+    assert selection.selected == ["once", "always"]
+
+
 def test_unscored_rollouts_are_ignored() -> None:
     selection = select_tasks({"partly": [None, 1.0, 0.0], "none": [None, None]})
     assert selection.stats["partly"] == TaskStats(rollouts=2, successes=1)
@@ -104,6 +139,41 @@ def test_json_round_trip_records_how_it_was_made(tmp_path: Path) -> None:
     assert document["tasks"]["half"]["decision"] == EXCLUDED
     loaded = load_selection(path)
     assert loaded == selection
+    assert loaded.selected == selection.selected
+
+
+def test_file_records_what_was_excluded_and_why(tmp_path: Path) -> None:
+    path = tmp_path / "selected.json"
+    selection = select_tasks(BASELINE, infeasible=["infeasible_x", "skipped"])
+    save_selection(selection, path)
+    document = json.loads(path.read_text())
+    assert document["include_infeasible"] is False
+    assert document["infeasible"] == ["infeasible_x", "skipped"]
+    assert document["excluded"] == {
+        "infeasible_x": "infeasible task (evaluator func 'infeasible')",
+        "skipped": "infeasible task (evaluator func 'infeasible')",
+    }
+    assert document["tasks"]["skipped"] == {
+        "rollouts": 0,
+        "successes": 0,
+        "rate": None,
+        "decision": INFEASIBLE_TASK,
+    }
+    assert document["rollouts_per_task"] == 4
+    assert load_selection(path) == selection
+
+
+def test_files_written_before_infeasible_handling_still_load(tmp_path: Path) -> None:
+    path = tmp_path / "old.json"
+    selection = select_tasks(BASELINE, exclude=lambda t: t == "half")
+    save_selection(selection, path)
+    document = json.loads(path.read_text())
+    for key in ("include_infeasible", "infeasible", "excluded"):
+        del document[key]
+    path.write_text(json.dumps(document))
+    loaded = load_selection(path)
+    assert loaded.excluded == {"half": EXCLUDED}
+    assert loaded.infeasible == () and not loaded.include_infeasible
     assert loaded.selected == selection.selected
 
 
