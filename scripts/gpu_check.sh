@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# GPU check of the vLLM rollout engine (osworld_agents.engines.vllm_engine) against the
-# transformers engine, with one ARPO update pushed into vLLM. One command, on a Linux machine with
-# one NVIDIA GPU; prints a PASS/FAIL summary and exits non-zero on failure:
+# GPU checks, on a Linux machine with one NVIDIA GPU; each prints a PASS/FAIL summary and the
+# script exits non-zero on any failure:
 #
-#   bash scripts/gpu_check.sh                                  # tiny Qwen2.5-VL, ~2 min on an H200
-#   bash scripts/gpu_check.sh --model /models/UI-TARS-1.5-7B   # a local folder, ~5 min
-#   bash scripts/gpu_check.sh --json report.json --verbose     # also a JSON report, engine logs
+#  1. engine (scripts/gpu_check.py): the vLLM rollout engine (osworld_agents.engines.vllm_engine)
+#     against the transformers engine, with one ARPO update pushed into vLLM.
+#  2. train (scripts/gpu_smoke_train.py): a ~5-minute smoke run of the trainer's `paper` code
+#     path -- vLLM rollouts over rendered 1920x1080 screenshots at 8192 new tokens, an FSDP2
+#     update (a world of one), the weight push, a second iteration sampling the pushed version --
+#     printing tokens/s for rollout and update.
+#
+#   bash scripts/gpu_check.sh                                  # both, tiny Qwen2.5-VL, ~7 min
+#   bash scripts/gpu_check.sh --model /models/UI-TARS-1.5-7B   # engine check on a folder, then train
+#   bash scripts/gpu_check.sh engine --json report.json        # the engine check only (its options)
+#   bash scripts/gpu_check.sh train --iterations 3 --eager     # the smoke run only (its options)
 #
 # Environment: with GPU_CHECK_PYTHON (or `python3`) able to `import vllm`, that interpreter is
 # used; otherwise a venv at GPU_CHECK_VENV (default ~/.cache/osworld-gym/gpu-check-venv) gets
@@ -13,7 +20,9 @@
 # is then (re)installed from this tree without dependencies, so the check runs the code here.
 # Models never come from the hub (HF_HUB_OFFLINE=1).
 #
-# Verified / not verified: written on a machine with neither a GPU nor vLLM; NEVER RUN on a GPU.
+# Verified / not verified: written on a machine with neither a GPU nor vLLM; NEVER RUN on a GPU
+# (neither part). The smoke run ran on CPU only, against a canned fake `vllm` (its header says
+# what that does and does not show).
 # Its Python part (scripts/gpu_check.py) was run end to end on CPU against a fake `vllm` module
 # backed by the transformers model, which exercises the script's own logic but none of vLLM's
 # behaviour. What the check asserts about vLLM (token prompts with images, processed log-probs,
@@ -59,4 +68,11 @@ fi
 
 "$PY" -c "import vllm, torch; print(f'vllm {vllm.__version__}, torch {torch.__version__}')"
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-exec "$PY" scripts/gpu_check.py "$@"
+case "${1:-}" in
+  engine) shift; exec "$PY" scripts/gpu_check.py "$@" ;;
+  train) shift; exec "$PY" scripts/gpu_smoke_train.py "$@" ;;
+esac
+status=0
+"$PY" scripts/gpu_check.py "$@" || status=1
+"$PY" scripts/gpu_smoke_train.py || status=1
+exit "$status"

@@ -231,6 +231,9 @@ class TransformersEngine:
             version: The new :attr:`weight_version` (default: the current one + 1), reported in
                 every :class:`Generation`'s ``extra``.
 
+        The whole update holds the engine's lock, so a concurrent :meth:`generate` (another
+        thread) sees either the old weights or the new ones, never a mix.
+
         Raises:
             KeyError: A name is not a parameter or buffer of the model.
         """
@@ -246,11 +249,23 @@ class TransformersEngine:
                 target = targets[name]
                 if target.data_ptr() != tensor.data_ptr():
                     target.copy_(tensor.to(device=target.device, dtype=target.dtype))
+                # Drop the reference before the iterator produces the next tensor: a lazy
+                # iterator (an FSDP gather) then holds one full tensor at a time, not two.
+                del tensor
             self.weight_version = self.weight_version + 1 if version is None else version
 
     def load_state_dict(self, state_dict: Mapping[str, torch.Tensor]) -> None:
         """:meth:`update_weights` with a state dict."""
         self.update_weights(state_dict)
+
+    def reseed(self, seed: int) -> None:
+        """Restart the engine's own generator from ``seed``, as if it had just been built.
+
+        A long-lived engine (the trainer's, built once per run) starts each iteration's draws
+        from that iteration's seed, so calls without seeds sample what a fresh engine would.
+        """
+        with self._lock:
+            self._rng = random.Random(seed)
 
     # --- internals ----------------------------------------------------------------------------
 

@@ -269,6 +269,7 @@ class _Counted:
         for item in self._items:
             self.count += 1
             yield item
+            del item  # a gathered tensor is released before the next one is made
 
 
 class VLLMEngine:
@@ -443,6 +444,15 @@ class VLLMEngine:
     def load_state_dict(self, state_dict: Mapping[str, torch.Tensor]) -> None:
         """:meth:`update_weights` with a state dict."""
         self.update_weights(state_dict)
+
+    def reseed(self, seed: int) -> None:
+        """Restart the generator that draws the seeds of unseeded calls from ``seed``.
+
+        vLLM's own global seed stays as built; every request carries an explicit seed, so a
+        reseeded long-lived engine samples what a fresh one built with ``seed`` would.
+        """
+        with self._lock:
+            self._rng = random.Random(seed)
 
     def parameter_names(self) -> list[str]:
         """The vLLM model's parameter names (fused q/k/v and gate/up), for diagnostics."""

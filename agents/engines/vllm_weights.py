@@ -110,3 +110,5 @@ def iter_trainer_weights(
         if callable(full_tensor):
             tensor = full_tensor()
         yield name, tensor.detach()
+        # Drop this gathered tensor before the next is gathered: one full tensor at a time.
+        del tensor

@@ -1,15 +1,17 @@
 r"""ARPO's task selection, run: a baseline pass of the starting policy, then the selection rule.
 
     osworld-arpo-select --preset cpu --model runs/base/model --baseline-rollouts 8 \
-        --output runs/selection.json [--min-rate 0.1 --max-rate 0.9]
+        --output runs/selection.json [--min-rate 0.1 --max-rate 0.9] [--include-infeasible]
     osworld-arpo --preset cpu --model runs/base/model --task-selection runs/selection.json
 
-Every task of ``config.suite`` (or ``config.task_ids``) gets ``rollouts`` episodes with the
-rollout agent (``config.temperature``, as training samples them); the scores go through
-:func:`osworld_agents.arpo.select_tasks` and the file written by
-:func:`osworld_agents.arpo.save_selection` records the rule and every task's counts. The
-trainer reads it back through ``task_selection`` (the selected tasks) and, with
-``dart_rollouts``, the baseline rates (each task's first rollout budget).
+Every feasible task of ``config.suite`` (or ``config.task_ids``) gets ``rollouts`` episodes with
+the rollout agent (``config.temperature``, as training samples them). Infeasible tasks (evaluator
+``func`` ``"infeasible"``) are excluded without a rollout, as ARPO's list leaves them out, and
+recorded as such; ``--include-infeasible`` rolls them out and lets the rule decide. The scores
+go through :func:`osworld_agents.arpo.select_tasks` and the file written by
+:func:`osworld_agents.arpo.save_selection` records the rule, every task's counts and what was
+excluded and why. The trainer reads it back through ``task_selection`` (the selected tasks)
+and, with ``dart_rollouts``, the baseline rates (each task's first rollout budget).
 
 Under ``torchrun`` every rank rolls out its share of the tasks; rank 0 writes the file.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import logging
 import os
 import sys
@@ -25,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from osworld_agents.arpo import SelectionRule, TaskSelection, save_selection, select_tasks
+from osworld_agents.arpo.selection import INFEASIBLE_TASK
 from osworld_agents.trainer.components import load_policy, make_pool
 from osworld_agents.trainer.config import TrainConfig, parse_args
 from osworld_agents.trainer.distributed import (
@@ -36,7 +40,7 @@ from osworld_agents.trainer.distributed import (
     shutdown,
 )
 from osworld_agents.trainer.rollout import collect_groups, derive_seed, rollout_agent
-from osworld_agents.trainer.tasks import resolve_task_ids
+from osworld_agents.trainer.tasks import resolve_tasks
 
 from osworld_gym.cli_options import add_log_level, one_line, positive_int, report_run_error
 
@@ -54,7 +58,9 @@ def baseline_scores(
     Episodes cut by faults (re-run by the collector until its attempts run out) count as
     unscored (None).
     """
-    policy = load_policy(config, None, ctx)
+    # Generation only: every rank keeps the whole model (a sharded one would have to run its
+    # forward passes in lock-step with the other ranks', whose episodes differ).
+    policy = load_policy(dataclasses.replace(config, fsdp=False, fsdp_cpu_offload=False), None, ctx)
     agent = rollout_agent(policy, config, iteration=0, rank=ctx.rank)
     local: dict[str, list[float | None]] = {}
     with make_pool(config, agent) as pool:
@@ -77,7 +83,12 @@ def baseline_scores(
 
 
 def run_selection(
-    config: TrainConfig, *, rollouts: int, rule: SelectionRule, output: str | os.PathLike[str]
+    config: TrainConfig,
+    *,
+    rollouts: int,
+    rule: SelectionRule,
+    output: str | os.PathLike[str],
+    include_infeasible: bool = False,
 ) -> TaskSelection:
     """Baseline pass, selection, and the selection file (rank 0 writes it).
 
@@ -86,6 +97,8 @@ def run_selection(
         rollouts: Episodes per task (ARPO's k).
         rule: Which success rates are kept.
         output: The selection file to write.
+        include_infeasible: Roll out the infeasible tasks too and let ``rule`` decide them;
+            by default they are excluded without a rollout (ARPO).
 
     Returns:
         The selection (the same on every rank).
@@ -95,10 +108,21 @@ def run_selection(
     ctx = init_distributed(config.dist_backend, config.device)
     with contextlib.ExitStack() as stack:
         stack.callback(shutdown, ctx)
-        task_ids = resolve_task_ids(config.suite, config.task_ids)
-        logger.info("baseline pass: %d task(s) x %d rollout(s)", len(task_ids), rollouts)
-        scores = baseline_scores(config, task_ids, rollouts, ctx)
-        selection = select_tasks(scores, rule)
+        tasks = resolve_tasks(config.suite, config.task_ids)
+        infeasible = [task.id for task in tasks if task.infeasible]
+        task_ids = [t for t in tasks.ids if include_infeasible or t not in infeasible]
+        logger.info(
+            "baseline pass: %d task(s) x %d rollout(s); %d infeasible task(s) %s",
+            len(task_ids),
+            rollouts,
+            len(infeasible),
+            "rolled out (--include-infeasible)" if include_infeasible else "excluded",
+        )
+        # Every rank has the same list: all of them skip the collective pass together.
+        scores = baseline_scores(config, task_ids, rollouts, ctx) if task_ids else {}
+        selection = select_tasks(
+            scores, rule, infeasible=infeasible, include_infeasible=include_infeasible
+        )
         if ctx.is_main:
             Path(output).parent.mkdir(parents=True, exist_ok=True)
             save_selection(selection, output)
@@ -122,6 +146,13 @@ def _add_selection_options(parser: argparse.ArgumentParser) -> None:
         "--keep-unsolved",
         action="store_true",
         help="keep tasks never solved in the pass (ARPO drops them)",
+    )
+    group.add_argument(
+        "--include-infeasible",
+        action="store_true",
+        help="roll out the infeasible tasks (evaluator func 'infeasible') and let the rule "
+        "decide them; by default they are excluded without a rollout, as ARPO's list leaves "
+        "them out, and the file records them as excluded",
     )
     add_log_level(parser, default="INFO")
 
@@ -163,7 +194,11 @@ def cli(argv: Sequence[str] | None = None, prog: str = "osworld-arpo-select") ->
         return 2
     try:
         selection = run_selection(
-            config, rollouts=args.baseline_rollouts, rule=rule, output=args.output
+            config,
+            rollouts=args.baseline_rollouts,
+            rule=rule,
+            output=args.output,
+            include_infeasible=args.include_infeasible,
         )
     except KeyboardInterrupt:
         sys.stderr.write(f"{prog}: interrupted\n")
@@ -171,8 +206,10 @@ def cli(argv: Sequence[str] | None = None, prog: str = "osworld-arpo-select") ->
     except Exception as e:  # noqa: BLE001 - a failed pass is one line unless DEBUG asks for more
         return report_run_error(prog, e, args.log_level, logger)
     if rank == "0":
+        infeasible = [t for t, why in selection.excluded.items() if why == INFEASIBLE_TASK]
+        dropped = f" ({len(infeasible)} infeasible excluded)" if infeasible else ""
         sys.stdout.write(
-            f"selected {len(selection.selected)} of {len(selection.stats)} task(s) -> "
+            f"selected {len(selection.selected)} of {len(selection.stats)} task(s){dropped} -> "
             f"{args.output}\n"
         )
     return 0

@@ -17,6 +17,7 @@ from osworld_agents.models import PolicyModel, build_tiny_qwen, load_policy_mode
 from osworld_agents.trainer.config import TrainConfig
 from osworld_agents.trainer.distributed import DistContext, barrier, broadcast_parameters
 from osworld_agents.trainer.rollout import env_spec
+from osworld_agents.trainer.sharding import is_sharded, shard_model
 from osworld_agents.trainer.update import LossSettings
 from osworld_agents.uitars import UITARSAgent
 
@@ -38,7 +39,9 @@ __all__ = [
 def load_policy(config: TrainConfig, resume_from: Path | None, ctx: DistContext) -> PolicyModel:
     """The policy: the checkpoint's model when resuming, else ``config.model``.
 
-    ``model="tiny"`` builds the tiny Qwen2.5-VL into the output dir (rank 0, once).
+    ``model="tiny"`` builds the tiny Qwen2.5-VL into the output dir (rank 0, once). With
+    ``config.fsdp`` the model comes back sharded over the ranks (every rank loads the full
+    weights first, then keeps its slice).
     """
     if resume_from is not None:
         source: Any = resume_from / "model"
@@ -64,13 +67,28 @@ def load_policy(config: TrainConfig, resume_from: Path | None, ctx: DistContext)
         policy.model.gradient_checkpointing_enable(
             gradient_checkpointing_kwargs={"use_reentrant": False}
         )
+    if config.fsdp:  # after checkpointing: its per-layer wrapper then re-gathers on recompute
+        shard_model(policy.model, ctx, cpu_offload=config.fsdp_cpu_offload)
     return policy
 
 
-def reference_model(config: TrainConfig, policy: PolicyModel, resumed: bool) -> Any:
-    """A frozen copy of the *initial* policy for the KL term (None when ``kl_coef == 0``)."""
+def reference_model(
+    config: TrainConfig, policy: PolicyModel, resumed: bool, ctx: DistContext | None = None
+) -> Any:
+    """A frozen copy of the *initial* policy for the KL term (None when ``kl_coef == 0``).
+
+    A sharded policy gets a sharded reference, loaded from the starting weights (``ctx`` is
+    then required).
+    """
     if config.kl_coef <= 0:
         return None
+    if is_sharded(policy.model):
+        if ctx is None:
+            raise ValueError("a sharded policy's reference model needs the rank's context")
+        source = Path(config.output_dir) / "tiny-model" if config.model == "tiny" else config.model
+        model = load_policy_model(source, config.dtype, ctx.device).model
+        model.requires_grad_(False)
+        return shard_model(model, ctx, cpu_offload=config.fsdp_cpu_offload)
     if resumed:  # the live model has moved: reload the starting weights
         source = Path(config.output_dir) / "tiny-model" if config.model == "tiny" else config.model
         model = load_policy_model(source, config.dtype, policy.model.device).model
@@ -81,7 +99,11 @@ def reference_model(config: TrainConfig, policy: PolicyModel, resumed: bool) -> 
 
 
 def make_optimizer(config: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
-    """AdamW (or SGD, ``config.optimizer``) over the trainable parameters."""
+    """AdamW (or SGD, ``config.optimizer``) over the trainable parameters.
+
+    Build it after sharding: over a sharded model it holds (and steps) only this rank's
+    slices, on the CPU with ``fsdp_cpu_offload``.
+    """
     params = [p for p in model.parameters() if p.requires_grad]
     if config.optimizer == "sgd":
         return torch.optim.SGD(params, lr=config.lr, weight_decay=config.weight_decay)
@@ -132,6 +154,7 @@ def make_replay(config: TrainConfig, rng: random.Random) -> ReplayBuffer:
             success_threshold=config.success_threshold,
             capacity_per_task=config.replay_capacity,
             max_bytes=config.replay_max_bytes,
+            eviction=config.replay_eviction,
         ),
         rng=rng,
     )

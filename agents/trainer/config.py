@@ -84,6 +84,14 @@ class TrainConfig:
     """'auto' (cuda:<local rank> when CUDA is available, else cpu), or a torch device."""
     gradient_checkpointing: bool = True
     """Recompute activations in the backward pass (vision tower included): memory for time."""
+    fsdp: bool = True
+    """Shard parameters, gradients and optimizer state over the ranks with FSDP2
+    (``fully_shard`` per decoder layer and vision block; ARPO trains with FSDP through
+    EasyR1): what a 7B model needs on 8 GPUs. Rollouts then sample from a full copy (or vLLM)
+    that receives the weights after every update. Off: each rank holds the whole model and
+    optimizer (data parallel)."""
+    fsdp_cpu_offload: bool = False
+    """With fsdp: keep the sharded parameters, gradients and optimizer state in CPU memory."""
     attn_implementation: str = "sdpa"
     """'sdpa', 'eager' or 'flash_attention_2' (GPU; what ARPO uses)."""
     image_backend: str | None = None
@@ -123,6 +131,27 @@ class TrainConfig:
     """DART's dynamic rollout count: (min, max) rollouts per task, more for tasks with a lower
     latest success rate (the selection file's baseline, then each task's newest group); None
     gives every task ``rollouts_per_task`` (ARPO)."""
+    rollout_engine: Literal["transformers", "vllm"] = "transformers"
+    """What samples the rollouts: transformers (CPU or GPU), or vLLM in each rank's process
+    (GPU; weights pushed from the trainer after every update)."""
+    vllm_gpu_memory_utilization: float = 0.4
+    """With rollout_engine vllm: fraction of the GPU's total memory vLLM may take (weights and
+    KV cache), leaving the rest to the trainer on the same GPU."""
+    vllm_enforce_eager: bool = False
+    """With rollout_engine vllm: no CUDA graphs (faster start, less memory, slower decoding)."""
+    vllm_sleep_level: int | None = 1
+    """With rollout_engine vllm, coupled loop: sleep vLLM during each update to free its GPU
+    memory (1: weights to CPU memory, KV cache dropped; 2: both dropped, every push refills
+    them); None: never sleep."""
+    vllm_max_model_len: int | None = None
+    """With rollout_engine vllm: prompt + completion tokens at most (None:
+    max_sequence_tokens + max_new_tokens)."""
+    async_rollouts: bool = False
+    """DART's decoupled mode (``--async``): the desktops keep sampling with the latest pushed
+    weights while the trainer updates; off is the coupled loop (collect, then update)."""
+    max_staleness: int = 1
+    """With async_rollouts: train only on episodes sampled by policy versions >= the current
+    one minus this; older ones are dropped (and counted)."""
     temperature: float = 1.0
     """Rollout sampling temperature; log-probs are scored at the same temperature."""
     max_new_tokens: int = 8192
@@ -152,10 +181,24 @@ class TrainConfig:
     success_threshold: float = 0.1
     """A score above this is a success: stored for replay, kept by rs-sft/sft, counted by eval."""
     replay_max_bytes: int | None = 2 * 1024**3
-    """Byte budget of the replay buffer over all tasks (None: unbounded, as ARPO)."""
+    """Byte budget of the replay buffer over all tasks (None: unbounded, as ARPO); over it,
+    stored successes are evicted as replay_eviction says."""
+    replay_eviction: Literal["largest-task", "oldest"] = "largest-task"
+    """Which stored success goes when the replay byte budget is exceeded. largest-task: the
+    oldest entry of the task holding the most bytes, never a task's last success while another
+    task holds several (once every task holds one, the oldest over all tasks goes). oldest: the
+    oldest over all tasks, which empties the rarely solved tasks first."""
     old_logprobs: Literal["recompute", "rollout"] = "recompute"
-    """PPO's old log-probs: recomputed by the trainer before the update (ARPO), or the
-    engine's sampling log-probs (an exact importance ratio when engine and trainer differ)."""
+    """PPO's old log-probs, the denominator of the importance ratio. recompute (ARPO): the
+    trainer scores every sample, replayed successes included, with the current weights right
+    before the update, so every ratio starts at 1. rollout: the sampling engine's log-probs,
+    saving that forward pass; a replayed success keeps those of the older policy that sampled
+    it, so its ratio can be far from 1 and clip-higher zeroes its gradient (6 percent of
+    replayed tokens had a ratio above 1.3 on the tiny model; more the faster the policy
+    moves). Choose rollout without replay (grpo) or when you want the ratio against the exact
+    sampling distribution of an engine whose numerics differ from the trainer's; it needs
+    every episode's sampling log-probs and history_images=None. See
+    docs/howto/train-arpo.md#old-logprobs."""
     loss_agg_mode: AggMode = "seq-mean-token-mean"
     """Loss aggregation: per-trajectory token mean averaged over trajectories (ARPO), or
     token-mean over the batch (DAPO). Both are exact for any micro-batch size."""
@@ -247,6 +290,18 @@ class TrainConfig:
             and not 1 <= self.dart_rollouts[0] <= self.dart_rollouts[1]
         ):
             raise ValueError(f"dart_rollouts needs 1 <= min <= max, got {self.dart_rollouts}")
+        if self.rollout_engine not in ("transformers", "vllm"):
+            raise ValueError(
+                f"rollout_engine must be transformers or vllm, got {self.rollout_engine!r}"
+            )
+        if not 0 < self.vllm_gpu_memory_utilization <= 1:
+            raise ValueError("vllm_gpu_memory_utilization must be in (0, 1]")
+        if self.vllm_sleep_level not in (None, 1, 2):
+            raise ValueError(f"vllm_sleep_level must be 1, 2 or None, got {self.vllm_sleep_level}")
+        if self.fsdp_cpu_offload and not self.fsdp:
+            raise ValueError("fsdp_cpu_offload needs fsdp (it offloads the sharded state)")
+        if self.max_staleness < 0:
+            raise ValueError(f"max_staleness must be >= 0, got {self.max_staleness}")
         if self.temperature <= 0:
             raise ValueError(f"temperature must be > 0 for RL rollouts, got {self.temperature}")
         if self.algo == "sft" and self.demo_policy is None:
@@ -281,6 +336,7 @@ CPU = dataclasses.replace(
     model="tiny",
     dtype="float32",
     gradient_checkpointing=False,
+    fsdp=False,  # 223k parameters: one copy per rank is nothing, and rollouts share it
     suite="ui-basics",
     num_envs=4,
     screen_size=(336, 224),  # the ui-basics suite: sides multiples of 28, seen unresized
@@ -300,7 +356,8 @@ CPU = dataclasses.replace(
 
 PRESETS: dict[str, TrainConfig] = {"paper": PAPER, "cpu": CPU}
 """``paper``: ARPO's UI-TARS-1.5-7B run (16 tasks x 8 rollouts, 15 steps, lr 1e-6, bf16, all 15
-screenshots at 3136-2116800 pixels). ``cpu``: the tiny model on the small-screen suite, 4 envs."""
+screenshots at 3136-2116800 pixels, FSDP2-sharded). ``cpu``: the tiny model on the small-screen
+suite, 4 envs."""
 
 
 NO_PRESET = (
@@ -408,6 +465,10 @@ def build_parser(
         if f.name == "model":
             kwargs["help"] += " Given without --preset: the paper preset's other settings."
         parser.add_argument(f"--{name}", dest=f.name, **kwargs)
+        if f.name == "async_rollouts":  # the short spelling DART-GUI's mode goes by
+            parser.add_argument(
+                "--async", dest=f.name, action="store_true", help="the same as --async-rollouts"
+            )
         if f.name in RENAMED:
             parser.add_argument(
                 f"--{f.name.replace('_', '-')}",
@@ -420,7 +481,7 @@ def build_parser(
 
 
 PRESETS_HELP = (
-    "paper: ARPO's UI-TARS-1.5-7B run (16 tasks x 8 rollouts, 15 steps, lr 1e-6, bf16); "
+    "paper: ARPO's UI-TARS-1.5-7B run (16 tasks x 8 rollouts, 15 steps, lr 1e-6, bf16, FSDP2); "
     "cpu: the tiny model on the small-screen suite, 4 envs."
 )
 

@@ -3,6 +3,7 @@
     osworld-arpo-cpu                      # ARPO (replay on)
     osworld-arpo-cpu --algo grpo          # the ablation: replay off, everything else the same
     osworld-arpo-cpu --algo rs-sft        # the paper's baseline: SFT on the successful rollouts
+    osworld-arpo-cpu --async              # DART-GUI's decoupled mode (OUTPUT_DIR/arpo-async)
 
 1. **Base model.** A tiny Qwen2.5-VL built offline is fine-tuned on the ``ui-basics`` oracle's
    demonstrations (``--algo sft``) for a fixed, small number of steps: a policy that solves some
@@ -19,7 +20,9 @@
    (the ARPO paper's way, ``--tasks-per-iteration N``) also moves the answers of the tasks
    left out of it (docs/howto/train-arpo.md#cpu has the measured curves of both).
 4. **Report.** The success rate before and after, the curve, each task's rate before and after,
-   and the wall time, printed and written to ``<output>/<algo>/summary.json``.
+   and the wall time, printed and written to ``<output>/<algo>/summary.json``
+   (``<output>/<algo>-async/`` with ``--async``: the desktops keep rolling out with the previous
+   weights while the trainer updates, so coupled and async runs of one seed sit side by side).
 
 Every phase runs its episodes on ``--num-envs`` local desktops (16: an episode spends most of
 its time waiting for the screen to settle, so more desktops than cores keep the policy busy).
@@ -125,7 +128,7 @@ def rl_config(
         PRESETS["cpu"],
         algo=args.algo,
         model=str(model),
-        output_dir=str(Path(args.output_dir) / args.algo),
+        output_dir=str(Path(args.output_dir) / run_name(args)),
         seed=args.seed,
         task_selection=str(selection),
         num_envs=args.num_envs,
@@ -143,7 +146,14 @@ def rl_config(
         checkpoint_every=args.eval_every,
         resume="auto",
         progress=not args.no_progress,
+        async_rollouts=args.async_rollouts,
+        max_staleness=args.max_staleness,
     )
+
+
+def run_name(args: argparse.Namespace) -> str:
+    """The RL run's subfolder: the algorithm, ``-async`` in the decoupled mode."""
+    return f"{args.algo}-async" if args.async_rollouts else args.algo
 
 
 def selection_config(out: Path, model: Path, seed: int, num_envs: int) -> TrainConfig:
@@ -217,6 +227,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     curve = eval_curve(Path(config.output_dir) / "metrics.jsonl")
     summary = {
         "algo": args.algo,
+        "async_rollouts": args.async_rollouts,
         "base_model": str(base / "model"),
         "training_tasks": selected,
         "before": curve[0]["success_rate"] if curve else None,
@@ -311,9 +322,24 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=16,
         help="local desktops (more than the 2 cores: an episode mostly waits for its screen)",
     )
+    parser.add_argument(
+        "--async",
+        dest="async_rollouts",
+        action="store_true",
+        help="DART-GUI's decoupled mode: rollouts continue on the previous weights during each "
+        "update (run folder OUTPUT_DIR/ALGO-async)",
+    )
+    parser.add_argument(
+        "--max-staleness",
+        type=int,
+        default=PRESETS["cpu"].max_staleness,
+        help="with --async: train on episodes at most this many policy versions old",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_log_level(parser, default="INFO")
     args = parser.parse_args(argv)
+    if args.max_staleness < 0:
+        parser.error(f"argument --max-staleness: must be >= 0, got {args.max_staleness}")
     if args.dart_rollouts and not 1 <= args.dart_rollouts[0] <= args.dart_rollouts[1]:
         parser.error(f"argument --dart-rollouts: needs 1 <= MIN <= MAX, got {args.dart_rollouts}")
     return args

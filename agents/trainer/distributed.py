@@ -7,6 +7,11 @@ micro-batches (their trajectories differ in number and length), which DDP's per-
 collectives cannot express, and a plain sum pairs exactly with the loss normaliser that is
 itself summed over ranks -- every trajectory weighs the same whichever rank trained on it.
 
+With ``fsdp`` the model is sharded instead (:mod:`osworld_agents.trainer.sharding`): FSDP
+reduces the gradients itself, inside every backward, so the ranks then run the same number of
+forward passes (:func:`osworld_agents.trainer.update.padding_passes`) and the all-reduce here
+is off.
+
 Launch with ``torchrun --nproc_per_node N -m osworld_agents.trainer.train ...``; a plain
 ``python -m ...`` is a world of one, and every function here is then a cheap no-op.
 """
@@ -31,12 +36,16 @@ __all__ = [
     "all_reduce_sum",
     "barrier",
     "broadcast_parameters",
+    "ensure_process_group",
     "init_distributed",
     "shard",
     "shutdown",
 ]
 
 T = TypeVar("T")
+
+# A single-process group this module made for FSDP in a world of one (shutdown removes it).
+_solo_group = False
 
 
 @dataclass(frozen=True)
@@ -95,10 +104,28 @@ def init_distributed(backend: str = "auto", device: str = "auto") -> DistContext
     return DistContext(rank, world_size, local_rank, target, initialized=True)
 
 
+def ensure_process_group(ctx: DistContext) -> None:
+    """A process group even in a world of one (FSDP shards over one): a private one-rank group.
+
+    The context stays a world of one (``ctx.initialized`` is False), so the helpers here stay
+    no-ops; :func:`shutdown` removes the group.
+    """
+    global _solo_group
+    if dist.is_initialized():
+        return
+    if ctx.initialized or ctx.world_size != 1:
+        raise RuntimeError("the process group of a multi-rank context is gone")
+    backend = "nccl" if ctx.device.type == "cuda" else "gloo"
+    dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
+    _solo_group = True
+
+
 def shutdown(ctx: DistContext) -> None:
-    """Leave the process group this context created."""
-    if ctx.initialized and dist.is_initialized():
+    """Leave the process group this context created (or :func:`ensure_process_group` made)."""
+    global _solo_group
+    if (ctx.initialized or _solo_group) and dist.is_initialized():
         dist.destroy_process_group()
+    _solo_group = False
 
 
 def shard(items: Sequence[T], ctx: DistContext) -> list[T]:

@@ -15,6 +15,7 @@ from osworld_agents.trainer.config import TrainConfig
 from osworld_agents.trainer.distributed import DistContext, shard
 from osworld_agents.trainer.metrics import MetricSums
 from osworld_agents.trainer.rollout import collect_groups, derive_seed, eval_agent
+from osworld_agents.trainer.rollout_engine import TrainerEngine
 
 from osworld_gym.pool import EnvPool
 
@@ -28,7 +29,7 @@ TASK_SUCCESS_PREFIX = "eval/task_success/"
 
 def evaluate(
     pool: EnvPool,
-    policy: PolicyModel,
+    engine: TrainerEngine | PolicyModel,
     config: TrainConfig,
     tasks: Sequence[str],
     ctx: DistContext,
@@ -39,7 +40,8 @@ def evaluate(
 
     Args:
         pool: This rank's pool.
-        policy: The policy being trained.
+        engine: The run's rollout engine, at the weights to evaluate (reseeded from
+            ``eval_seed`` here); a :class:`PolicyModel` evaluates its model in place.
         config: Evaluation settings (``eval_*``, ``success_threshold``).
         tasks: Evaluation tasks (identical on every rank).
         ctx: The rank's context.
@@ -55,7 +57,7 @@ def evaluate(
         sums.add(key, 0.0, weight=0.0)  # every rank reports every key, even with no task
     sums.add("eval/unscored_frac", 0.0, weight=0.0)
     if local:
-        agent = eval_agent(policy, config)
+        agent = eval_agent(engine, config)
         groups = collect_groups(
             pool,
             agent,

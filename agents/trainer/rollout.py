@@ -3,9 +3,9 @@
 Reproducibility: with ``seeded_rollouts`` each request samples with a seed derived from (run
 seed, iteration, rank, task, rollout, step), so what an episode samples does not depend on
 which env ran it or which requests shared a batch (the engine samples each row from its own
-seed) -- a resumed run re-collects the same episodes. Without it, each iteration gets a fresh
-engine seeded from (run seed, iteration, rank) and each call samples from one seed, which
-leaves the sample-to-seed mapping to the envs' timing.
+seed) -- a resumed run re-collects the same episodes. Without it, the run's engine is reseeded
+at each iteration from (run seed, iteration, rank) -- what a fresh engine would draw -- and each
+call samples from one seed, which leaves the sample-to-seed mapping to the envs' timing.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from osworld_agents.engines.hf import TransformersEngine
 from osworld_agents.models import PolicyModel
 from osworld_agents.trainer.config import TrainConfig
 from osworld_agents.trainer.distributed import DistContext, all_reduce_sum
+from osworld_agents.trainer.rollout_engine import TrainerEngine
 from osworld_agents.uitars import UITARSAgent, UITARSConfig
 from osworld_agents.uitars.agent import EVALUATION_SAMPLING, TRAINING_SAMPLING
 
@@ -79,24 +80,46 @@ def _agent_config(config: TrainConfig, *, training: bool) -> UITARSConfig:
 
 
 def rollout_agent(
-    policy: PolicyModel, config: TrainConfig, *, iteration: int, rank: int
+    engine: TrainerEngine | PolicyModel, config: TrainConfig, *, iteration: int, rank: int
 ) -> UITARSAgent:
-    """The training-rollout agent of one iteration (see the module docstring on seeds)."""
+    """The training-rollout agent of one iteration (see the module docstring on seeds).
+
+    Args:
+        engine: The run's rollout engine
+            (:func:`~osworld_agents.trainer.rollout_engine.make_rollout_engine`), reseeded here
+            from (run seed, iteration, rank) -- what a fresh engine of this iteration would
+            draw; its weights and version are whatever the last push left. A
+            :class:`PolicyModel` instead gets a fresh engine over its model at weight version
+            ``iteration`` (one-off callers: the baseline).
+        config: Sampling settings.
+        iteration: The training iteration.
+        rank: This rank.
+    """
     engine_seed = derive_seed(config.seed, "engine", iteration, rank)
-    engine = TransformersEngine(
-        policy.model, policy.tokenizer, policy.image_processor, seed=engine_seed
-    )
-    engine.weight_version = iteration
+    if isinstance(engine, PolicyModel):
+        engine = _fresh_engine(engine, seed=engine_seed, version=iteration)
+    else:
+        engine.reseed(engine_seed)
     seed = derive_seed(config.seed, "rollout", iteration, rank) if config.seeded_rollouts else None
     return UITARSAgent(engine, _agent_config(config, training=True), seed=seed)
 
 
-def eval_agent(policy: PolicyModel, config: TrainConfig) -> UITARSAgent:
-    """The evaluation agent: temperature ``eval_temperature``, the same seeds every time."""
-    engine = TransformersEngine(
-        policy.model, policy.tokenizer, policy.image_processor, seed=config.eval_seed
-    )
+def eval_agent(engine: TrainerEngine | PolicyModel, config: TrainConfig) -> UITARSAgent:
+    """The evaluation agent: temperature ``eval_temperature``, the same seeds every time.
+
+    ``engine`` as for :func:`rollout_agent`, reseeded from ``eval_seed``.
+    """
+    if isinstance(engine, PolicyModel):
+        engine = _fresh_engine(engine, seed=config.eval_seed, version=0)
+    else:
+        engine.reseed(config.eval_seed)
     return UITARSAgent(engine, _agent_config(config, training=False), seed=config.eval_seed)
+
+
+def _fresh_engine(policy: PolicyModel, *, seed: int, version: int) -> TransformersEngine:
+    engine = TransformersEngine(policy.model, policy.tokenizer, policy.image_processor, seed=seed)
+    engine.weight_version = version
+    return engine
 
 
 def env_spec(config: TrainConfig, agent: UITARSAgent) -> EnvSpec:

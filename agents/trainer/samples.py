@@ -29,6 +29,7 @@ __all__ = [
     "TrainSample",
     "make_sample",
     "rl_samples",
+    "set_importance_logprobs",
     "sft_samples",
     "teacher_forced",
 ]
@@ -49,6 +50,8 @@ class TrainSample:
         rollout_logprobs: ``[loss_tokens]`` log-probs the engine sampled with, or None.
         old_logprobs: ``[loss_tokens]`` PPO's old log-probs, once computed.
         ref_logprobs: ``[loss_tokens]`` reference-policy log-probs (KL), once computed.
+        importance_logprobs: ``[loss_tokens]`` sampling log-probs the PPO loss corrects
+            staleness against (async rollouts: :func:`set_importance_logprobs`); None: none.
     """
 
     conversation: Conversation
@@ -61,6 +64,7 @@ class TrainSample:
     rollout_logprobs: torch.Tensor | None = None
     old_logprobs: torch.Tensor | None = None
     ref_logprobs: torch.Tensor | None = None
+    importance_logprobs: torch.Tensor | None = None
 
     def norm_count(self, mode: str) -> float:
         """This sample's share of the loss normaliser (see ``arpo.loss.loss_normalizer``)."""
@@ -155,6 +159,27 @@ def make_sample(
         loss_tokens=int(sum(chat.loss_mask)),
         rollout_logprobs=_rollout_logprobs(trajectory),
     )
+
+
+def set_importance_logprobs(samples: Iterable[TrainSample]) -> int:
+    """Correct every sample that has complete sampling log-probs for its staleness.
+
+    The PPO loss then weights each token by ``min(1, exp(old - rollout))`` (see
+    :func:`osworld_agents.arpo.loss.truncated_importance_weights`). A replayed sample keeps
+    the log-probs it was originally sampled with, so an old success counts for less.
+
+    Returns:
+        Samples left uncorrected (no or incomplete sampling log-probs: a text-only engine).
+    """
+    missing = 0
+    for sample in samples:
+        logprobs = sample.rollout_logprobs
+        if logprobs is not None and len(logprobs) == sample.loss_tokens:
+            sample.importance_logprobs = logprobs
+        else:
+            sample.importance_logprobs = None
+            missing += 1
+    return missing
 
 
 def _keep(sample: TrainSample, max_tokens: int, stats: SampleStats) -> bool:

@@ -14,18 +14,28 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from osworld_gym.tasks import TaskSet
+
 logger = logging.getLogger(__name__)
 
-__all__ = ["RolloutBudget", "TaskSchedule", "baseline_rates", "resolve_task_ids"]
+__all__ = ["RolloutBudget", "TaskSchedule", "baseline_rates", "resolve_task_ids", "resolve_tasks"]
 
 
 def resolve_task_ids(
     suite: str, task_ids: Sequence[str] = (), selection: str | None = None
 ) -> list[str]:
+    """The ids of :func:`resolve_tasks`' tasks, in order."""
+    return list(resolve_tasks(suite, task_ids, selection).ids)
+
+
+def resolve_tasks(
+    suite: str, task_ids: Sequence[str] = (), selection: str | None = None
+) -> TaskSet:
     """The training tasks: ``task_ids``, else the selection file's, else the whole suite.
 
     Args:
@@ -34,7 +44,7 @@ def resolve_task_ids(
         selection: A file written by :func:`osworld_agents.arpo.save_selection`.
 
     Returns:
-        Task ids in a stable order.
+        The tasks (with what they are, e.g. ``infeasible``) in a stable order.
 
     Raises:
         UnknownTaskError: An id is not in the suite (the message names the closest ones).
@@ -47,10 +57,10 @@ def resolve_task_ids(
         from osworld_agents.arpo import load_selection
 
         wanted = load_selection(selection).selected
-    ids = list(load_tasks(suite, ids=wanted).ids)
-    if not ids:
+    tasks = load_tasks(suite, ids=wanted)
+    if not tasks.ids:
         raise ValueError(f"no training tasks in {suite!r}")
-    return ids
+    return tasks
 
 
 class TaskSchedule:

@@ -3,8 +3,10 @@
 Each iteration: collect whole task groups rollout-wise on this rank's pool -> drop episodes
 that cannot be trained on -> inject replayed successes into all-failed groups -> GRPO
 advantages -> PPO update (or NLL for rs-sft / sft) -> store successes for replay -> log ->
-evaluate now and then -> checkpoint now and then. The pieces live in small modules beside this
-one; this file only orchestrates them::
+evaluate now and then -> checkpoint now and then. With ``--async`` (DART-GUI's decoupled mode,
+:mod:`.async_rollout`) the groups come from a rollout stream that keeps the desktops busy
+through the updates. The pieces live in small modules beside this one; this file only
+orchestrates them::
 
     python -m osworld_agents.trainer.train --preset cpu --tasks desktop-basics
     python -m osworld_agents.trainer.train --preset cpu --algo grpo --resume auto
@@ -30,8 +32,10 @@ import numpy as np
 import torch
 from osworld_agents.arpo import ReplayBuffer, is_trainable
 from osworld_agents.engines.chat_encoding import QwenChatEncoder
+from osworld_agents.trainer.async_rollout import AsyncRollouts
 from osworld_agents.trainer.checkpoint import (
     capture_rng,
+    gather_full_state,
     load_checkpoint,
     resolve_resume,
     restore_rng,
@@ -66,7 +70,17 @@ from osworld_agents.trainer.rollout import (
     rollout_agent,
     rollout_metrics,
 )
-from osworld_agents.trainer.samples import TrainSample, rl_samples, sft_samples
+from osworld_agents.trainer.rollout_engine import (
+    make_rollout_engine,
+    push_weights,
+    release_for_update,
+)
+from osworld_agents.trainer.samples import (
+    TrainSample,
+    rl_samples,
+    set_importance_logprobs,
+    sft_samples,
+)
 from osworld_agents.trainer.tasks import (
     RolloutBudget,
     TaskSchedule,
@@ -165,6 +179,8 @@ def checkpoint(
 ) -> Path | None:
     """Every rank's RNG states to rank 0, which writes the checkpoint; everyone waits."""
     rng_states = all_gather_objects(capture_rng(owned), ctx)
+    # A sharded model's state is gathered to rank 0 by every rank (a collective).
+    full = gather_full_state(state["policy"].model, state["optimizer"], is_writer=ctx.is_main)
     path = None
     if ctx.is_main:
         path = save_checkpoint(
@@ -183,6 +199,7 @@ def checkpoint(
             },
             config=config.to_dict(),
             keep=config.keep_checkpoints,
+            full_state=full,
         )
         # Later checkpoints copy the model folder's extra files (chat template...) from the
         # source, which pruning may delete when it is an older checkpoint: use the newest.
@@ -229,9 +246,12 @@ def main(config: TrainConfig) -> TrainResult:
         resume_from = resolve_resume(config.resume, out / "checkpoints")
         policy = load_policy(config, resume_from, ctx)
         model = policy.model
-        ref = reference_model(config, policy, resume_from is not None)
+        ref = reference_model(config, policy, resume_from is not None, ctx)
         encoder = QwenChatEncoder(policy.tokenizer, policy.image_processor)
-        agent = rollout_agent(policy, config, iteration=0, rank=ctx.rank)
+        rollout_engine = make_rollout_engine(config, policy, ctx)
+        if hasattr(rollout_engine, "close"):  # vLLM: stop it (and free its memory) at the end
+            stack.callback(rollout_engine.close)
+        agent = rollout_agent(rollout_engine, config, iteration=0, rank=ctx.rank)
         pool = stack.enter_context(make_pool(config, agent))
         demo = load_demo_policy(config.demo_policy) if config.algo == "sft" else None
         optimizer = make_optimizer(config, model)
@@ -267,6 +287,8 @@ def main(config: TrainConfig) -> TrainResult:
                 optimizer=optimizer,
                 replay=replay,
                 map_location=ctx.device,
+                model=model,
+                is_main=ctx.is_main,
             )
             schedule.load_state_dict(saved["schedule"])
             if "rollout_budget" in saved:
@@ -274,6 +296,7 @@ def main(config: TrainConfig) -> TrainResult:
             restore_rng(saved["rng"][ctx.rank % len(saved["rng"])], owned)
             start = saved["iteration"] + 1
         result.iterations_done = start
+        rollout_engine.weight_version = start  # the policy after `start` updates
         logger.info(
             "%s on %d task(s), iterations %d..%d, %d rank(s)",
             config.algo,
@@ -284,9 +307,16 @@ def main(config: TrainConfig) -> TrainResult:
         )
 
         if config.eval_before_train and start == 0 and config.eval_every:
-            metrics = evaluate(pool, policy, config, eval_tasks, ctx)
+            metrics = evaluate(pool, rollout_engine, config, eval_tasks, ctx)
             writer.write(metrics, step=0)
             result.history.append({"step": 0, **metrics})
+
+        # Decoupled mode (DART-GUI): one rollout stream for the run, fed ahead of the
+        # iteration being trained; the desktops keep acting through the updates.
+        stream = None
+        if config.async_rollouts:
+            stream = AsyncRollouts(pool, rollout_engine, config, schedule, budget, ctx, start)
+            stack.callback(stream.close)  # before the pool closes (the stack unwinds LIFO)
 
         # --- training loop ----------------------------------------------------------------------
         bar = tqdm(
@@ -300,16 +330,23 @@ def main(config: TrainConfig) -> TrainResult:
             sums, timer = MetricSums(), time.perf_counter()
 
             # 1. rollouts: this rank's share of the tasks, whole groups, in task order
-            tasks = shard(schedule.next(), ctx)
-            agent = rollout_agent(policy, config, iteration=iteration, rank=ctx.rank)
-            groups, requeued, collection = collect_groups(
-                pool,
-                demo or agent,
-                tasks,
-                group_size=budget.sizes(tasks),
-                seed=derive_seed(config.seed, "env", iteration, ctx.rank),
-                max_policy_batch=config.policy_batch_size,
-            )
+            if stream is not None:  # decoupled: recent-enough groups from the stream
+                agent = stream.agent
+                (groups, requeued, collection), stream_metrics = stream.collect(iteration)
+                sums.count("async/stale_groups", stream_metrics.pop("async/stale_groups"))
+                for key, value in stream_metrics.items():
+                    sums.add(key, value)
+            else:
+                tasks = shard(schedule.next(), ctx)
+                agent = rollout_agent(rollout_engine, config, iteration=iteration, rank=ctx.rank)
+                groups, requeued, collection = collect_groups(
+                    pool,
+                    demo or agent,
+                    tasks,
+                    group_size=budget.sizes(tasks),
+                    seed=derive_seed(config.seed, "env", iteration, ctx.rank),
+                    max_policy_batch=config.policy_batch_size,
+                )
             sums.add("timing/rollout", time.perf_counter() - timer)
             sums.count("rollout/requeued", requeued)
             # Where the desktops' time went (acting or observed, vs waiting for the policy).
@@ -342,6 +379,8 @@ def main(config: TrainConfig) -> TrainResult:
             else:
                 injections = [replay.inject(g) for g in groups]
                 sums.count("replay/injected_groups", sum(i.injected for i in injections))
+                # All-failed groups whose task had nothing stored: the budget's cost shows here.
+                sums.count("replay/empty_triggers", sum(i.empty_trigger for i in injections))
                 samples, stats = rl_samples(
                     injections,
                     agent,
@@ -357,9 +396,13 @@ def main(config: TrainConfig) -> TrainResult:
 
             # 4. update: old log-probs, then ppo_epochs passes of mini-batches (sft: sft_epochs)
             tick = time.perf_counter()
+            desktops_before = stream.stats if stream is not None else None
+            release_for_update(rollout_engine, config)  # vLLM sleeps: its memory to the trainer
             model.train()
             if not config.is_sft:
                 set_old_logprobs(config, model, ref, encoder, samples)
+                if stream is not None:  # stale samplers: truncated importance weights
+                    sums.count("async/uncorrected_samples", set_importance_logprobs(samples))
             sums.add("timing/old_logprobs", time.perf_counter() - tick)
             tick = time.perf_counter()
             for group in optimizer.param_groups:
@@ -381,13 +424,18 @@ def main(config: TrainConfig) -> TrainResult:
                 )
             model.eval()
             sums.add("timing/update", time.perf_counter() - tick)
+            tick = time.perf_counter()
+            push_weights(rollout_engine, model, version=iteration + 1)  # on every rank
+            sums.add("timing/weight_push", time.perf_counter() - tick)
+            if stream is not None and desktops_before is not None:
+                for key, value in stream.update_metrics(desktops_before).items():
+                    sums.add(key, value)  # the desktops kept busy through the update
 
             # 5. replay: store the original groups' successes, on every rank
             # A global count, the same on every rank: averaged, not summed.
             sums.add("replay/stored", store_successes(replay, groups, ctx))
-            for key, value in replay.stats().items():
-                if key in ("replay/size", "replay/tasks", "replay/bytes"):
-                    sums.add(key, value)  # identical on every rank
+            for key, value in replay.gauges().items():
+                sums.add(key, value)  # identical on every rank (per-task bytes and budget share)
 
             # 6. log
             sums.add("charts/lr", learning_rate(config, iteration))
@@ -399,13 +447,17 @@ def main(config: TrainConfig) -> TrainResult:
             # 7. evaluate, with fixed seeds
             if config.eval_every and _due(config.eval_every, iteration, config.iterations):
                 tick = time.perf_counter()
-                metrics |= evaluate(pool, policy, config, eval_tasks, ctx)
+                if stream is not None:
+                    stream.pause()  # the fed groups finish; the pool is the evaluation's
+                metrics |= evaluate(pool, rollout_engine, config, eval_tasks, ctx)
                 metrics["timing/eval"] = time.perf_counter() - tick
 
             # 8. checkpoint
             if _due(config.checkpoint_every, iteration, config.iterations):
                 tick = time.perf_counter()
-                result.checkpoint = checkpoint(config, iteration, ctx, state, owned)
+                # Async: the schedule as this iteration left it, not as drawn ahead.
+                with stream.rewound(iteration) if stream else contextlib.nullcontext():
+                    result.checkpoint = checkpoint(config, iteration, ctx, state, owned)
                 metrics["timing/checkpoint"] = time.perf_counter() - tick
             writer.write(metrics, step=step)
             result.history.append({"step": step, **metrics})

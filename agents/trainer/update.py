@@ -7,6 +7,11 @@ normaliser of the whole mini-batch over all ranks (:func:`osworld_agents.arpo.lo
 counts), so the accumulated, rank-summed gradient is the full mini-batch's gradient whatever
 the micro-batch size or the number of ranks.
 
+Under FSDP (:mod:`osworld_agents.trainer.sharding`) every forward and backward is a collective,
+so every rank runs as many forward passes as the busiest one: the others add zero-weight passes
+over a sample of theirs (or one borrowed from another rank when they have none). FSDP then sums
+the gradients itself, in fp32, during each backward, instead of the one all-reduce per step.
+
 Old log-probs are either recomputed right before the update by the same model (ARPO: the
 ratio is 1 at the first mini-batch and moves at the second) or taken from the rollout engine.
 """
@@ -20,16 +25,19 @@ from typing import Literal
 
 import numpy as np
 import torch
+import torch.distributed as dist
 from osworld_agents.arpo.loss import AggMode, aggregate_loss, policy_loss
 from osworld_agents.engines.chat_encoding import ChatBatch, QwenChatEncoder
 from osworld_agents.engines.hf import sequence_logprobs
 from osworld_agents.trainer.distributed import (
     DistContext,
+    all_gather_objects,
     all_reduce_gradients,
     all_reduce_sum,
 )
 from osworld_agents.trainer.metrics import MetricSums
 from osworld_agents.trainer.samples import TrainSample
+from osworld_agents.trainer.sharding import clip_grad_norm, is_sharded
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +48,7 @@ __all__ = [
     "encode_batch",
     "micro_batches",
     "optimizer_step",
+    "padding_passes",
     "train_epoch",
 ]
 
@@ -97,6 +106,70 @@ def _scatter(values: Sequence[torch.Tensor], mask: torch.Tensor) -> torch.Tensor
     return out
 
 
+def _sharded_context(model: torch.nn.Module, ctx: DistContext | None) -> DistContext | None:
+    """The world a sharded model's passes must line up over (None: unsharded, no padding)."""
+    if not is_sharded(model):
+        return None
+    if ctx is not None:
+        return ctx
+    # Callers that predate FSDP pass no context: the process group is the world.
+    world = dist.get_world_size() if dist.is_initialized() else 1
+    if world == 1:
+        return DistContext(device=_model_device(model))
+    return DistContext(dist.get_rank(), world, device=_model_device(model), initialized=True)
+
+
+def _model_device(model: torch.nn.Module) -> torch.device:
+    device = getattr(model, "device", None)
+    return device if isinstance(device, torch.device) else torch.device("cpu")
+
+
+def padding_passes(
+    samples: Sequence[TrainSample],
+    micro_batch_size: int,
+    model: torch.nn.Module,
+    ctx: DistContext | None,
+) -> tuple[int, TrainSample | None]:
+    """Zero-weight forward passes this rank adds so every rank runs as many, and their sample.
+
+    Unsharded models need none (their only collective is the per-step all-reduce). A sharded
+    one agrees the counts with one all-reduce; a rank that must pad but holds no sample
+    borrows the first sample of the first rank that has one (one more collective, taken only
+    when some rank is in that case, as every rank can tell from the counts).
+
+    Returns:
+        ``(passes, sample)``: the sample is None when ``passes`` is 0.
+    """
+    world = _sharded_context(model, ctx)
+    if world is None or not world.initialized:
+        return 0, None
+    mine = len(micro_batches(samples, micro_batch_size))
+    slots = [0.0] * (2 * world.world_size)
+    slots[world.rank] = float(mine)
+    slots[world.world_size + world.rank] = float(len(samples) > 0)
+    totals = all_reduce_sum(slots, world)
+    counts, has = totals[: world.world_size], totals[world.world_size :]
+    target = int(counts.max())
+    if any(int(c) < target and h == 0 for c, h in zip(counts, has, strict=True)):
+        donors = all_gather_objects(samples[0] if samples else None, world)
+        filler = samples[0] if samples else next(s for s in donors if s is not None)
+    else:
+        filler = samples[0] if samples else None
+    passes = target - mine
+    return passes, filler if passes else None
+
+
+def _padding_pass(
+    model: torch.nn.Module, encoder: QwenChatEncoder, sample: TrainSample, temperature: float
+) -> None:
+    """One forward (and, with gradients on, backward) that joins the collectives, adding 0."""
+    batch = encode_batch([sample], encoder)
+    logp = sequence_logprobs(model, batch, temperature)
+    if torch.is_grad_enabled():
+        # A zero-weighted loss: the backward's reduce-scatters run and add nothing.
+        (logp.sum() * 0.0).backward()
+
+
 def compute_logprobs(
     model: torch.nn.Module,
     encoder: QwenChatEncoder,
@@ -105,8 +178,13 @@ def compute_logprobs(
     micro_batch_size: int,
     temperature: float,
     field: LogprobField = "old_logprobs",
+    ctx: DistContext | None = None,
 ) -> None:
-    """Score every sample's loss tokens under ``model`` (no gradient), into ``field``."""
+    """Score every sample's loss tokens under ``model`` (no gradient), into ``field``.
+
+    ``ctx`` matters only for a sharded model (taken from the process group when None).
+    """
+    passes, filler = padding_passes(samples, micro_batch_size, model, ctx)
     with torch.no_grad():
         for chunk in micro_batches(samples, micro_batch_size):
             batch = encode_batch(chunk, encoder)
@@ -114,6 +192,8 @@ def compute_logprobs(
             mask = batch.loss_mask.to(logp.device).bool()
             for row, sample in enumerate(chunk):
                 setattr(sample, field, logp[row][mask[row]].float().cpu())
+        for _ in range(passes):
+            _padding_pass(model, encoder, filler, temperature)  # type: ignore[arg-type]
 
 
 def _micro_batch_loss(
@@ -137,6 +217,14 @@ def _micro_batch_loss(
     ref = None
     if settings.kl_coef > 0:
         ref = _scatter([s.ref_logprobs for s in chunk], mask)  # type: ignore[misc]
+    # Async rollouts: weight tokens by min(1, exp(old - sampling)); uncorrected samples get 1.
+    sampled = None
+    if any(s.importance_logprobs is not None for s in chunk):
+        sampled = _scatter(
+            [s.old_logprobs if s.importance_logprobs is None else s.importance_logprobs
+             for s in chunk],  # type: ignore[misc]
+            mask,
+        )  # fmt: skip
     out = policy_loss(
         logp,
         _scatter([s.old_logprobs for s in chunk], mask),  # type: ignore[misc]
@@ -149,6 +237,7 @@ def _micro_batch_loss(
         dual_clip=settings.dual_clip,
         ref_logp=ref,
         kl_coef=settings.kl_coef,
+        rollout_logp=sampled,
     )
     return out.loss, out.metrics, tokens
 
@@ -161,8 +250,12 @@ def accumulate_gradients(
     settings: LossSettings,
     normalizer: float,
     micro_batch_size: int,
+    ctx: DistContext | None = None,
 ) -> tuple[dict[str, float], MetricSums]:
     """Forward and backward every micro-batch, adding into ``.grad``.
+
+    A sharded model runs zero-weight padding passes after them when another rank has more
+    micro-batches (see :func:`padding_passes`).
 
     Args:
         model: The policy (in train mode).
@@ -171,11 +264,13 @@ def accumulate_gradients(
         settings: The loss.
         normalizer: The mini-batch's normaliser summed over ranks.
         micro_batch_size: Samples per forward pass.
+        ctx: The rank's context (for a sharded model; the process group's when None).
 
     Returns:
         This rank's sums of the loss shares (``settings.share_keys``) and its token-weighted
         metrics.
     """
+    passes, filler = padding_passes(samples, micro_batch_size, model, ctx)
     shares = dict.fromkeys(settings.share_keys, 0.0)
     metrics = MetricSums()
     for chunk in micro_batches(samples, micro_batch_size):
@@ -186,6 +281,8 @@ def accumulate_gradients(
                 shares[key] += float(value)
             else:
                 metrics.add(key, float(value), weight=tokens)
+    for _ in range(passes):
+        _padding_pass(model, encoder, filler, settings.temperature)  # type: ignore[arg-type]
     return shares, metrics
 
 
@@ -198,13 +295,17 @@ def optimizer_step(
 ) -> float:
     """Sum gradients over ranks, clip, and step unless the norm is not finite.
 
+    A sharded model's gradients are already summed (FSDP reduce-scatters them in each
+    backward); its norm is reduced over the shards, so every rank clips and skips alike.
+
     Returns:
         The gradient norm before clipping (identical on every rank); the step was skipped
         when it is not finite.
     """
     params = [p for p in model.parameters() if p.requires_grad]
-    all_reduce_gradients(params, ctx)
-    norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
+    if not is_sharded(model):
+        all_reduce_gradients(params, ctx)
+    norm = clip_grad_norm(params, max_grad_norm)
     if np.isfinite(norm):
         optimizer.step()
     else:
@@ -262,6 +363,7 @@ def train_epoch(
             settings=settings,
             normalizer=normalizer,
             micro_batch_size=micro_batch_size,
+            ctx=ctx,
         )
         norm = optimizer_step(model, optimizer, ctx, max_grad_norm=max_grad_norm)
         totals = all_reduce_sum(list(shares.values()), ctx).tolist()

@@ -200,3 +200,14 @@ def test_update_weights_changes_what_is_sampled(tiny_dir: Path) -> None:
     assert engine.weight_version == 8
     with pytest.raises(KeyError, match="not a parameter"):
         engine.update_weights([("lm_head.bias", weight)])
+
+
+def test_reseed_restarts_the_unseeded_draws(tiny_dir: Path, engine: TransformersEngine) -> None:
+    params = SamplingParams(temperature=1.0, max_new_tokens=5)
+    encoder = engine.encoder
+    fresh = TransformersEngine(engine.model, encoder.tokenizer, encoder.image_processor, seed=3)
+    expected = [g.token_ids for g in fresh.generate(conversations(), params)]
+    engine.generate(conversations()[:1], params)  # moves the engine's generator on
+    engine.reseed(3)
+    assert [g.token_ids for g in engine.generate(conversations(), params)] == expected
+    assert [g.token_ids for g in engine.generate(conversations(), params)] != expected

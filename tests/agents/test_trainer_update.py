@@ -349,6 +349,43 @@ def test_checkpoint_restores_model_optimizer_replay_and_rng_exactly(
     assert draws() == expected_draws
 
 
+def test_optimizer_state_is_saved_by_name_and_old_files_still_load(
+    policy: PolicyModel, tmp_path: Path
+) -> None:
+    samples = samples_of(policy)
+    _, encoder = tools(policy)
+    params = list(policy.model.parameters())
+    optimizer = torch.optim.AdamW(params, lr=1e-3)
+    train_epoch(policy.model, optimizer, encoder, samples, settings=LossSettings(kind="nll"),
+                steps=1, micro_batch_size=6, max_grad_norm=1.0,
+                rng=np.random.default_rng(0), ctx=SOLO)  # fmt: skip
+    saved = save_checkpoint(tmp_path, 0, policy=policy, optimizer=optimizer,
+                            replay=ReplayBuffer(), trainer_state={"iteration": 0},
+                            config={})  # fmt: skip
+    file = torch.load(saved / "optimizer.pt", weights_only=False)
+    names = [n for n, _ in policy.model.named_parameters()]
+    assert file["keys"] == "fqn" and list(file["optimizer"]["state"]) == names
+    # By name: an optimizer listing the parameters in another order gets each one's state.
+    backwards = torch.optim.AdamW(params[::-1], lr=1e-3)
+    load_checkpoint(saved, optimizer=backwards, replay=ReplayBuffer(), model=policy.model)
+    for p in params:
+        assert torch.equal(backwards.state[p]["exp_avg"], optimizer.state[p]["exp_avg"])
+    # A checkpoint from before names (keyed by position) loads as it always did.
+    torch.save({"optimizer": optimizer.state_dict()}, saved / "optimizer.pt")
+    old = torch.optim.AdamW(params, lr=1e-3)
+    load_checkpoint(saved, optimizer=old, replay=ReplayBuffer())
+    assert all(torch.equal(old.state[p]["exp_avg_sq"], optimizer.state[p]["exp_avg_sq"])
+               for p in params)  # fmt: skip
+
+
+def test_fsdp_options() -> None:
+    config = parse_config(["--preset", "cpu", "--fsdp", "--fsdp-cpu-offload"])
+    assert config.fsdp and config.fsdp_cpu_offload
+    assert not PRESETS["cpu"].fsdp
+    with pytest.raises(ValueError, match="fsdp_cpu_offload needs fsdp"):
+        dataclasses.replace(PRESETS["cpu"], fsdp_cpu_offload=True)
+
+
 def test_checkpoints_are_pruned_and_latest_points_at_the_newest(
     policy: PolicyModel, tmp_path: Path
 ) -> None:
@@ -394,6 +431,7 @@ def test_presets_and_command_line() -> None:
     assert (paper.temperature, paper.eval_temperature, paper.dtype) == (1.0, 0.6, "bfloat16")
     assert (paper.replay, paper.replay_capacity, paper.success_threshold) == (True, 8, 0.1)
     assert paper.optimizer_steps_per_iteration == 2 and paper.history_images is None
+    assert paper.fsdp and not PRESETS["cpu"].fsdp  # a 7B model needs sharding; the tiny one not
     assert (paper.min_pixels, paper.max_pixels) == (3136, 2116800)
     assert PRESETS["cpu"].model == "tiny" and PRESETS["cpu"].suite == "ui-basics"
     assert set(typing.get_args(AggMode)) == set(AGG_MODES)

@@ -708,3 +708,23 @@ def test_sleep_needs_sleep_mode_and_pushes_need_weight_sync(
     frozen.close()
     with pytest.raises(RuntimeError, match="closed"):
         frozen.generate([text_only()], SamplingParams())
+
+
+def test_reseed_and_pushed_versions(
+    fake_vllm: FakeVLLM, tiny_dir: Path, trainer_state_dict: dict[str, torch.Tensor]
+) -> None:
+    """A reseeded engine draws the seeds a fresh one would; generations carry the pushed version."""
+    engine = VLLMEngine(tiny_dir, VLLMEngineConfig(seed=5))
+    fresh = VLLMEngine(tiny_dir, VLLMEngineConfig(seed=9))
+    llm, fresh_llm = fake_vllm.created
+    unseeded = SamplingParams(max_new_tokens=3)
+    fresh.generate([text_only(), text_only()], unseeded)
+    engine.generate([text_only()], unseeded)  # moves the engine's generator on
+    engine.reseed(9)
+    engine.generate([text_only(), text_only()], unseeded)
+    assert [s.kwargs["seed"] for s in llm.sampling[1:]] == [
+        s.kwargs["seed"] for s in fresh_llm.sampling
+    ]
+    engine.update_weights(iter(trainer_state_dict.items()), version=4)
+    (generation,) = engine.generate([text_only()], unseeded)
+    assert generation.extra["weight_version"] == 4
