@@ -59,6 +59,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gpu_check import Report, build_tiny  # this script's folder: run as a script
 
 SCREEN = (1920, 1080)
 _CLICK = re.compile(r"click\(\s*start_box\s*=\s*['\"]?[(<\[]?[^0-9]*(\d+)\s*,\s*(\d+)")
@@ -328,9 +329,6 @@ def install_fake_vllm() -> None:
 
 def build_model(folder: Path) -> Path:
     """The tiny Qwen2.5-VL as the engine check builds it (head dimension 64)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from gpu_check import build_tiny
-
     if (folder / "config.json").is_file():
         return folder
     return build_tiny(folder)
@@ -372,24 +370,6 @@ def smoke_config(args: argparse.Namespace, model: Path, out: Path) -> Any:
     return dataclasses.replace(paper, **changes)
 
 
-@dataclass
-class Report:
-    """PASS/FAIL lines and measured figures."""
-
-    lines: list[tuple[str, str, str]] = field(default_factory=list)
-    figures: dict[str, Any] = field(default_factory=dict)
-
-    def check(self, name: str, ok: bool, detail: str) -> None:
-        """Record and print one line."""
-        self.lines.append(("PASS" if ok else "FAIL", name, detail))
-        print(f"{'PASS' if ok else 'FAIL'}  {name}: {detail}", flush=True)
-
-    @property
-    def failed(self) -> bool:
-        """Whether any check failed."""
-        return any(status == "FAIL" for status, _, _ in self.lines)
-
-
 def run(args: argparse.Namespace, report: Report) -> None:
     """Train as configured, then check the timeline and report the figures."""
     from osworld_agents.trainer.train import main
@@ -402,23 +382,23 @@ def run(args: argparse.Namespace, report: Report) -> None:
     started = time.perf_counter()
     result = main(config)
     wall = time.perf_counter() - started
-    report.figures["wall_seconds"] = round(wall, 1)
+    report.facts["wall_seconds"] = round(wall, 1)
 
-    report.check(
+    report.add(
         "run completes",
         result.iterations_done == args.iterations,
         f"{result.iterations_done}/{args.iterations} iterations in {wall:.0f} s ({out})",
     )
     pushes = timeline.push_events()
     versions = [p["version"] for p in pushes]
-    report.check(
+    report.add(
         "one full push per iteration",
         versions == list(range(1, args.iterations + 1)) and all(p["tensors"] for p in pushes),
         f"versions {versions}, tensors {[p['tensors'] for p in pushes]}, "
         f"{[round(p['seconds'], 2) for p in pushes]} s, largest tensor "
         f"{max((p['largest_bytes'] for p in pushes), default=0) / 2**20:.1f} MiB",
     )
-    report.check(
+    report.add(
         "the update ran sharded (FSDP2)",
         bool(pushes) and all(p["sharded"] for p in pushes),
         "every trainer parameter a DTensor shard at each push",
@@ -433,14 +413,14 @@ def run(args: argparse.Namespace, report: Report) -> None:
         by_iteration[pushed] += event["prompts"]
         if event["versions"] != [pushed]:
             wrong.append((pushed, event["versions"]))
-    report.check(
+    report.add(
         "generations carry the pushed weight version",
         not wrong and all(by_iteration[: args.iterations]),
         f"generations per iteration {by_iteration[: args.iterations]}; mismatches {wrong[:5]}",
     )
     calls = timeline.generate_events()
     images = [n for e in calls for n in e["images"]]
-    report.check(
+    report.add(
         "every prompt carries its screenshots",
         bool(images) and min(images) >= 1,
         f"{len(images)} prompts, {min(images, default=0)}-{max(images, default=0)} images each",
@@ -448,7 +428,7 @@ def run(args: argparse.Namespace, report: Report) -> None:
     tokens = sum(e["tokens"] for e in calls)
     seconds = sum(e["seconds"] for e in calls)
     prompts = sum(e["prompt_tokens"] for e in calls)
-    report.figures.update(
+    report.facts.update(
         rollout_tokens=tokens,
         rollout_seconds=round(seconds, 2),
         rollout_tokens_per_s=round(tokens / seconds, 1) if seconds else None,
@@ -463,12 +443,12 @@ def run(args: argparse.Namespace, report: Report) -> None:
     )
     print(
         f"rollout: {tokens} sampled tokens in {seconds:.1f} s of generate = "
-        f"{report.figures['rollout_tokens_per_s']} tokens/s ({prompts} prompt tokens)",
+        f"{report.facts['rollout_tokens_per_s']} tokens/s ({prompts} prompt tokens)",
         flush=True,
     )
     print(
         f"update: {timeline.update_tokens} sequence tokens in {timeline.update_seconds:.1f} s = "
-        f"{report.figures['update_tokens_per_s']} tokens/s",
+        f"{report.facts['update_tokens_per_s']} tokens/s",
         flush=True,
     )
 
@@ -518,11 +498,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         run(args, report)
     except Exception as e:  # noqa: BLE001 - the report says what failed, then the traceback
         logger.exception("smoke run failed")
-        report.check("run completes", False, f"{type(e).__name__}: {e}")
-    print(json.dumps(report.figures, indent=1), flush=True)
+        report.add("run completes", False, f"{type(e).__name__}: {e}")
+    print(json.dumps(report.facts, indent=1), flush=True)
     print("SUMMARY:", "FAIL" if report.failed else "PASS", flush=True)
     if args.json:
-        payload = {"checks": report.lines, "figures": report.figures}
+        payload = {
+            "checks": [dataclasses.asdict(c) for c in report.checks],
+            "figures": report.facts,
+        }
         Path(args.json).write_text(json.dumps(payload, indent=1))
     return 1 if report.failed else 0
 

@@ -42,5 +42,5 @@ def test_smoke_run_passes_every_check_on_cpu(tmp_path: Path) -> None:
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
     assert "SUMMARY: PASS" in done.stdout
-    checks = [line for line in done.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
-    assert len(checks) >= 4 and not any(line.startswith("FAIL") for line in checks), checks
+    checks = [line for line in done.stdout.splitlines() if line.startswith(("[PASS]", "[FAIL]"))]
+    assert len(checks) >= 4 and not any(line.startswith("[FAIL]") for line in checks), checks

@@ -13,8 +13,10 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from osworld_agents.trainer.train import main  # noqa: E402
-from test_trainer_loop import fake_config  # noqa: E402
-from test_trainer_support import tiny_model_dir  # noqa: E402
+from test_trainer_support import (
+    fake_config,  # noqa: E402
+    tiny_model_dir,  # noqa: E402
+)
 
 BUDGET = 60_000  # bytes: one or two 2-step episodes of 64x64 random-pixel PNGs
 

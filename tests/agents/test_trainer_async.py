@@ -30,11 +30,10 @@ from osworld_agents.trainer.async_rollout import (  # noqa: E402
 from osworld_agents.trainer.config import parse_config  # noqa: E402
 from osworld_agents.trainer.samples import TrainSample, set_importance_logprobs  # noqa: E402
 from osworld_agents.trainer.train import main  # noqa: E402
-from test_trainer_support import tiny_model_dir  # noqa: E402
+from test_trainer_support import TASKS, tiny_model_dir  # noqa: E402
+from test_trainer_support import fake_config as loop_config  # noqa: E402
 
 from osworld_gym.pool.trajectory import StepRecord, Trajectory, TrajectoryGroup  # noqa: E402
-
-TASKS = ("os-write-file-content", "os-count-error-lines", "os-chmod-script")
 
 
 @pytest.fixture(scope="module")
@@ -44,32 +43,8 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def fake_config(tiny_dir: Path, output: Path, **changes: object) -> TrainConfig:
-    """The cpu preset shrunk to seconds on the fake text env (as the trainer loop tests)."""
-    base = dataclasses.replace(
-        PRESETS["cpu"],
-        output_dir=str(output),
-        model=str(tiny_dir),
-        suite="desktop-basics",
-        task_ids=TASKS,
-        env_entry_point="test_trainer_support:FakeTextEnv",
-        num_envs=2,
-        screen_size=(64, 64),
-        max_steps=2,
-        tasks_per_iteration=2,
-        rollouts_per_task=2,
-        max_new_tokens=12,
-        max_pixels=64 * 64,
-        lr=1e-3,
-        micro_batch_size=2,
-        eval_every=0,
-        eval_before_train=False,
-        checkpoint_every=1,
-        keep_checkpoints=0,
-        tensorboard=False,
-        progress=False,
-        iterations=3,
-    )
-    return dataclasses.replace(base, **changes)
+    """The trainer loop tests' config (the fake text env), 3 iterations unless told."""
+    return loop_config(tiny_dir, output, **{"iterations": 3, **changes})
 
 
 def episode(*versions: int | None) -> Trajectory:

@@ -22,12 +22,11 @@ from osworld_agents.trainer.distributed import (  # noqa: E402
     DistContext,
     all_gather_objects,
     broadcast_parameters,
-    init_distributed,
     shutdown,
 )
 from osworld_agents.trainer.samples import TrainSample, rl_samples  # noqa: E402
 from osworld_agents.trainer.update import LossSettings, compute_logprobs, train_epoch  # noqa: E402
-from test_trainer_support import groups_of, tiny_model_dir, tools  # noqa: E402
+from test_trainer_support import groups_of, join_gloo_world, tiny_model_dir, tools  # noqa: E402
 
 LR = 0.5
 
@@ -62,17 +61,7 @@ def update(policy: PolicyModel, samples: list[TrainSample], ctx: DistContext, mi
 
 
 def worker(rank: int, world: int, port: int, tiny_dir: str, out_dir: str) -> None:
-    os.environ.update(
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
-        RANK=str(rank),
-        WORLD_SIZE=str(world),
-        LOCAL_RANK=str(rank),
-        GLOO_SOCKET_IFNAME="lo",
-        HF_HUB_OFFLINE="1",
-    )
-    torch.set_num_threads(1)  # two processes on a small host
-    ctx = init_distributed("gloo", "cpu")
+    ctx = join_gloo_world(rank, world, port)
     try:
         policy = load_policy_model(tiny_dir, "float32")
         policy.model.train()

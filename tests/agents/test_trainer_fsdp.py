@@ -34,7 +34,6 @@ from osworld_agents.trainer.checkpoint import (  # noqa: E402
 from osworld_agents.trainer.components import load_policy, make_optimizer  # noqa: E402
 from osworld_agents.trainer.distributed import (  # noqa: E402
     DistContext,
-    init_distributed,
     shutdown,
 )
 from osworld_agents.trainer.samples import TrainSample, rl_samples  # noqa: E402
@@ -45,7 +44,7 @@ from osworld_agents.trainer.update import (  # noqa: E402
     padding_passes,
     train_epoch,
 )
-from test_trainer_support import groups_of, tiny_model_dir, tools  # noqa: E402
+from test_trainer_support import groups_of, join_gloo_world, tiny_model_dir, tools  # noqa: E402
 
 KINDS = ("fsdp", "plain")
 
@@ -104,17 +103,7 @@ def full_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def worker(rank: int, world: int, port: int, tiny_dir: str, out_dir: str) -> None:
-    os.environ.update(
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
-        RANK=str(rank),
-        WORLD_SIZE=str(world),
-        LOCAL_RANK=str(rank),
-        GLOO_SOCKET_IFNAME="lo",
-        HF_HUB_OFFLINE="1",
-    )
-    torch.set_num_threads(1)  # two processes on a small host
-    ctx = init_distributed("gloo", "cpu")
+    ctx = join_gloo_world(rank, world, port)
     out = Path(out_dir)
     try:
         # 1. Both kinds train two optimizer steps from the same weights on the same data.

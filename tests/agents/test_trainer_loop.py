@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -18,48 +17,16 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 import torch  # noqa: E402
-from osworld_agents.trainer import PRESETS, TrainConfig  # noqa: E402
 from osworld_agents.trainer.evaluation import TASK_SUCCESS_PREFIX  # noqa: E402
 from osworld_agents.trainer.train import cli, main  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
-from test_trainer_support import tiny_model_dir  # noqa: E402
-
-TASKS = ("os-write-file-content", "os-count-error-lines", "os-chmod-script")
+from test_trainer_support import TASKS, fake_config, tiny_model_dir  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     os.environ["HF_HUB_OFFLINE"] = "1"
     return tiny_model_dir(tmp_path_factory)
-
-
-def fake_config(tiny_dir: Path, output: Path, **changes: object) -> TrainConfig:
-    """The cpu preset shrunk to seconds: fake env, 2 tasks x 2 rollouts, 2 steps, 12 tokens."""
-    base = dataclasses.replace(
-        PRESETS["cpu"],
-        output_dir=str(output),
-        model=str(tiny_dir),
-        suite="desktop-basics",
-        task_ids=TASKS,
-        env_entry_point="test_trainer_support:FakeTextEnv",
-        num_envs=2,
-        screen_size=(64, 64),
-        max_steps=2,
-        tasks_per_iteration=2,
-        rollouts_per_task=2,
-        max_new_tokens=12,
-        max_pixels=64 * 64,
-        lr=1e-3,
-        micro_batch_size=2,
-        eval_every=0,
-        eval_before_train=False,
-        checkpoint_every=1,
-        keep_checkpoints=0,
-        tensorboard=False,
-        progress=False,
-        iterations=1,
-    )
-    return dataclasses.replace(base, **changes)
 
 
 def weights(checkpoint: Path) -> dict[str, torch.Tensor]:

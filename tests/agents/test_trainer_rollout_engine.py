@@ -41,7 +41,7 @@ from osworld_agents.trainer.rollout_engine import (  # noqa: E402
     rollout_engine_kind,
     trainer_weights,
 )
-from test_trainer_support import make_image, tiny_model_dir  # noqa: E402
+from test_trainer_support import join_gloo_world, make_image, tiny_model_dir  # noqa: E402
 
 MULTIPROCESSING_ENV = "VLLM_ENABLE_V1_MULTIPROCESSING"
 
@@ -176,21 +176,11 @@ def test_reseeded_engine_samples_what_a_fresh_engine_would(
 
 
 def fsdp_worker(rank: int, world: int, port: int, tiny_dir: str, out_dir: str) -> None:
-    from osworld_agents.trainer.distributed import init_distributed, shutdown
+    from osworld_agents.trainer.distributed import shutdown
     from osworld_agents.trainer.sharding import shard_model
     from torch.distributed.tensor import DTensor
 
-    os.environ.update(
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
-        RANK=str(rank),
-        WORLD_SIZE=str(world),
-        LOCAL_RANK=str(rank),
-        GLOO_SOCKET_IFNAME="lo",
-        HF_HUB_OFFLINE="1",
-    )
-    torch.set_num_threads(1)
-    ctx = init_distributed("gloo", "cpu")
+    ctx = join_gloo_world(rank, world, port)
     try:
         reference = {
             k: v.clone() for k, v in state(load_policy_model(tiny_dir, "float32").model).items()
@@ -345,7 +335,7 @@ def test_training_loop_with_vllm_rollouts(
     from osworld_agents.engines.vllm_engine import VLLMEngine
     from osworld_agents.trainer.train import main
     from safetensors.torch import load_file
-    from test_trainer_loop import fake_config
+    from test_trainer_support import fake_config
 
     calls: list[tuple[Any, ...]] = []
     built: list[LoopFakeLLM] = []

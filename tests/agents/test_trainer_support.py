@@ -8,16 +8,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
+import os
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 from gymnasium import spaces
 from osworld_agents.engines.conversation import ImagePart
+from osworld_agents.trainer.config import PRESETS, TrainConfig
+from osworld_agents.trainer.distributed import DistContext, init_distributed
 from PIL import Image
 
 from osworld_gym.actions.spaces import TextActionSpace
@@ -163,3 +168,51 @@ class FakeTextEnv(gym.Env[dict[str, Any], str]):
 def scripted_demo(requests: list[PolicyRequest]) -> list[str]:
     """A demonstrator: every episode ends at once with a finished() action."""
     return [DEMO_TEXT for _ in requests]
+
+
+TASKS = ("os-write-file-content", "os-count-error-lines", "os-chmod-script")
+"""The fake env's tasks the trainer loop tests train on."""
+
+
+def fake_config(tiny_dir: Path, output: Path, **changes: object) -> TrainConfig:
+    """The cpu preset shrunk to seconds: fake env, 2 tasks x 2 rollouts, 2 steps, 12 tokens."""
+    base = dataclasses.replace(
+        PRESETS["cpu"],
+        output_dir=str(output),
+        model=str(tiny_dir),
+        suite="desktop-basics",
+        task_ids=TASKS,
+        env_entry_point="test_trainer_support:FakeTextEnv",
+        num_envs=2,
+        screen_size=(64, 64),
+        max_steps=2,
+        tasks_per_iteration=2,
+        rollouts_per_task=2,
+        max_new_tokens=12,
+        max_pixels=64 * 64,
+        lr=1e-3,
+        micro_batch_size=2,
+        eval_every=0,
+        eval_before_train=False,
+        checkpoint_every=1,
+        keep_checkpoints=0,
+        tensorboard=False,
+        progress=False,
+        iterations=1,
+    )
+    return dataclasses.replace(base, **changes)
+
+
+def join_gloo_world(rank: int, world: int, port: int) -> DistContext:
+    """A spawned test rank joins a gloo world on loopback, as torchrun would set it up."""
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        RANK=str(rank),
+        WORLD_SIZE=str(world),
+        LOCAL_RANK=str(rank),
+        GLOO_SOCKET_IFNAME="lo",
+        HF_HUB_OFFLINE="1",
+    )
+    torch.set_num_threads(1)  # several processes on a small host
+    return init_distributed("gloo", "cpu")
