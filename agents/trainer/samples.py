@@ -162,22 +162,27 @@ def make_sample(
 
 
 def set_importance_logprobs(samples: Iterable[TrainSample]) -> int:
-    """Correct every sample that has complete sampling log-probs for its staleness.
+    """Correct this iteration's rollouts for the staleness of the weights that sampled them.
 
-    The PPO loss then weights each token by ``min(1, exp(old - rollout))`` (see
-    :func:`osworld_agents.arpo.loss.truncated_importance_weights`). A replayed sample keeps
-    the log-probs it was originally sampled with, so an old success counts for less.
+    The PPO loss then weights each of their tokens by ``min(1, exp(old - rollout))`` (see
+    :func:`osworld_agents.arpo.loss.truncated_importance_weights`): the decoupled mode's lag of
+    at most ``max_staleness`` versions. Replayed successes are left as ARPO trains them (their
+    ratio starts at 1 against the recomputed old log-probs): they were sampled iterations ago on
+    purpose, and weighting them by how far the policy has moved since would mute the very
+    successes replay keeps for the hardest tasks.
 
     Returns:
-        Samples left uncorrected (no or incomplete sampling log-probs: a text-only engine).
+        Rollouts left uncorrected (no or incomplete sampling log-probs: a text-only engine).
     """
     missing = 0
     for sample in samples:
+        sample.importance_logprobs = None
+        if sample.replayed:
+            continue
         logprobs = sample.rollout_logprobs
         if logprobs is not None and len(logprobs) == sample.loss_tokens:
             sample.importance_logprobs = logprobs
         else:
-            sample.importance_logprobs = None
             missing += 1
     return missing
 

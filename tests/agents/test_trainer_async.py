@@ -86,22 +86,24 @@ def test_staleness_keeps_the_last_versions_and_unversioned_groups() -> None:
 
 
 def test_importance_log_probs_come_from_the_sampling_ones() -> None:
-    def sample(logprobs: list[float] | None, tokens: int) -> TrainSample:
+    def sample(logprobs: list[float] | None, tokens: int, replayed: bool = False) -> TrainSample:
         return TrainSample(
             conversation=None,  # type: ignore[arg-type]
             task_id="t",
             reward=0.0,
             advantage=0.0,
-            replayed=False,
+            replayed=replayed,
             length=tokens,
             loss_tokens=tokens,
             rollout_logprobs=None if logprobs is None else torch.tensor(logprobs),
         )
 
     samples = [sample([-0.5, -1.0], 2), sample(None, 2), sample([-0.5], 2)]
+    samples.append(sample([-0.5, -1.0], 2, replayed=True))
     assert set_importance_logprobs(samples) == 2  # no log-probs, or too few
     assert samples[0].importance_logprobs is samples[0].rollout_logprobs
     assert samples[1].importance_logprobs is None and samples[2].importance_logprobs is None
+    assert samples[3].importance_logprobs is None  # a replayed success trains as ARPO's does
 
 
 def test_config_alias_validation_and_refusals() -> None:
