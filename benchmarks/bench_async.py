@@ -184,13 +184,31 @@ def decoupled(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--envs", type=int, default=4, help="local desktops")
-    parser.add_argument("--iterations", type=int, default=6)
-    parser.add_argument("--tasks-per-iteration", type=int, default=4)
+    parser.add_argument("--iterations", type=int, default=6, help="training iterations per mode")
+    parser.add_argument(
+        "--tasks-per-iteration", type=int, default=4, help="ui-basics tasks per iteration"
+    )
     parser.add_argument("--group-size", type=int, default=2, help="rollouts per task")
-    parser.add_argument("--latency", type=float, nargs=2, default=[0.05, 0.4], help="seconds")
-    parser.add_argument("--update", type=float, nargs=2, default=[2.0, 4.0], help="seconds")
-    parser.add_argument("--max-staleness", type=int, default=1)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--latency",
+        type=float,
+        nargs=2,
+        default=[0.05, 0.4],
+        metavar=("LOW", "HIGH"),
+        help="policy latency per call, drawn uniformly from [LOW, HIGH] seconds (seeded)",
+    )
+    parser.add_argument(
+        "--update",
+        type=float,
+        nargs=2,
+        default=[2.0, 4.0],
+        metavar=("LOW", "HIGH"),
+        help="update time per iteration, drawn uniformly from [LOW, HIGH] seconds (seeded)",
+    )
+    parser.add_argument(
+        "--max-staleness", type=int, default=1, help="versions a trained group may lag"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seeds the latencies and updates")
     args = parser.parse_args()
 
     ids = list(load_tasks(SUITE).ids)
