@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ pytest.importorskip("transformers")
 
 import torch  # noqa: E402
 from osworld_agents.trainer import PRESETS, TrainConfig  # noqa: E402
+from osworld_agents.trainer import train as train_module  # noqa: E402
 from osworld_agents.trainer.async_rollout import (  # noqa: E402
     check_async,
     group_version,
@@ -178,9 +180,37 @@ def test_no_staleness_drops_and_reruns_groups_of_older_versions(
 
 @pytest.mark.desktop
 def test_async_cpu_preset_on_desktops(
-    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     os.environ["HF_HUB_OFFLINE"] = "1"
+    # The tiny model's update can end before a desktop finishes a step, so how many steps fall
+    # inside it is down to timing. The first update (iteration 1's episodes are fed by then and
+    # cannot all be done: the desktops take episodes in feed order) waits until one is seen, so
+    # the test asks whether the desktops *can* act through an update: a coupled loop, or a
+    # stream that stops while the trainer updates, times out here.
+    streams: list[train_module.AsyncRollouts] = []
+
+    class RecordedRollouts(train_module.AsyncRollouts):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            streams.append(self)
+
+    real_epoch = train_module.train_epoch
+    waited: list[bool] = []
+
+    def epoch_then_wait_for_a_step(*args: object, **kwargs: object) -> object:
+        before = streams[-1].stats.steps
+        result = real_epoch(*args, **kwargs)  # type: ignore[arg-type]
+        if not waited:
+            waited.append(True)
+            deadline = time.monotonic() + 120
+            while streams[-1].stats.steps == before:
+                assert time.monotonic() < deadline, "no desktop step during the first update"
+                time.sleep(0.05)
+        return result
+
+    monkeypatch.setattr(train_module, "AsyncRollouts", RecordedRollouts)
+    monkeypatch.setattr(train_module, "train_epoch", epoch_then_wait_for_a_step)
     work_dir = tmp_path / "desktops"
     work_dir.mkdir()
     config = dataclasses.replace(
