@@ -1,6 +1,6 @@
-"""``osworld-arpo-cpu`` end to end, shortened: warm start, selection, RL, summary (slow: ~5 min).
+"""``osworld-arpo-cpu`` end to end, shortened: warm start, selection, RL, summary (slow: ~7 min).
 
-The full run (5 warm-start iterations, a baseline pass of 8 rollouts per task, 30 RL
+The full run (10 warm-start iterations, a baseline pass of 8 rollouts per task, 30 RL
 iterations) is the CPU preset's learning check; this test runs the default warm start (so the
 baseline pass finds tasks to select), a 2-rollout baseline pass and one RL iteration through
 the real command path on real desktops.
