@@ -12,7 +12,7 @@ of episodes, one rollout each, as long as the measurement lasts. The desktops ar
 timing; the first ``--warmup`` seconds of the stream (every desktop's first reset at once) are not
 counted; episodes that end in the next ``--seconds`` are. Suites:
 
-* ``ui-basics``: its 22 tasks in turn (336x224; a dialog or a terminal, one action, DONE);
+* ``ui-basics``: its 38 tasks in turn (336x224; a dialog or a terminal, one action, DONE);
 * ``calc``: desktop-basics' ``calc-sum-sales-total`` (1280x720; Calc opens an .xlsx at reset,
   the oracle types a SUM into its cell, saves keeping the format, DONE; scored by reading the
   file back). The oracle is the one ``osworld-gym run --agent oracle`` plays: it acts on the

@@ -44,6 +44,7 @@ from osworld_agents.arpo import SelectionRule, load_selection
 from osworld_agents.trainer.checkpoint import resolve_resume
 from osworld_agents.trainer.config import PRESETS, TrainConfig
 from osworld_agents.trainer.evaluation import TASK_SUCCESS_PREFIX
+from osworld_agents.trainer.tasks import resolve_task_ids
 
 from osworld_gym.cli_options import (
     EXIT_CODES,
@@ -71,11 +72,11 @@ def warm_start_config(
     num_envs: int,
     width: int = PRESETS["cpu"].tiny_hidden_size,
 ) -> TrainConfig:
-    """SFT on the oracle's demonstrations: every task once per iteration, 20 epochs over them.
+    """SFT on the oracle's demonstrations: every task of the suite once per iteration, 20 epochs.
 
-    On 2 cores 10 iterations (400 optimizer steps) take about 3 minutes. The result solves some
-    tasks, not all: the baseline pass (temperature 1.0) solved 62%, 47% and 53% of its episodes
-    with seeds 1, 2 and 3 (docs/howto/train-arpo.md#cpu has why 10 and not 5).
+    On 2 cores 10 iterations over the suite's 38 tasks take about 4 minutes. The result solves
+    some tasks, not all: the baseline pass (temperature 1.0) solved 55%, 64% and 53% of its
+    episodes with seeds 1, 2 and 3 (docs/howto/train-arpo.md#cpu has the runs behind 10).
     """
     return dataclasses.replace(
         PRESETS["cpu"],
@@ -87,7 +88,7 @@ def warm_start_config(
         seed=seed,
         iterations=iterations,
         rollouts_per_task=1,
-        tasks_per_iteration=22,
+        tasks_per_iteration=len(resolve_task_ids(PRESETS["cpu"].suite)),
         lr=3e-3,
         sft_epochs=20,
         eval_every=0,
@@ -98,7 +99,14 @@ def warm_start_config(
     )
 
 
-WARM_START_SETTINGS = ("seed", "iterations", "tiny_hidden_size", "lr", "sft_epochs")
+WARM_START_SETTINGS = (
+    "seed",
+    "iterations",
+    "tiny_hidden_size",
+    "lr",
+    "sft_epochs",
+    "tasks_per_iteration",  # the suite's size: 22 before find_ok and the colours had 8 more
+)
 """What makes two warm starts different models (checked before one is reused)."""
 
 
@@ -269,8 +277,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--warm-start-iterations",
         type=positive_int,
         default=10,
-        help="SFT iterations on the oracle's demonstrations (5 leaves some seeds' base model "
-        "answering from the instruction alone, which RL then cannot fix: "
+        help="SFT iterations on the oracle's demonstrations, every task once each (a base model "
+        "that answers from the instruction alone is one RL cannot fix: "
         "docs/howto/train-arpo.md#cpu)",
     )
     parser.add_argument(

@@ -76,7 +76,8 @@ class ButtonTask:
         buttons: Labels, left to right.
         answer: The label to click.
         coloured: Paint each button in the colour it names.
-        place: ``"top"`` (centred near the top) or a corner ``"tl"``, ``"tr"``, ``"bl"``,
+        place: ``"top"`` (centred near the top), an edge's middle ``"left"``, ``"right"``,
+            ``"bottom"``, or a corner ``"tl"``, ``"tr"``, ``"bl"``,
             ``"br"``.
     """
 
@@ -113,14 +114,30 @@ COLOUR_ORDERS = (
     (("Blue", "Red", "Green", "Yellow"), "Blue"),
     (("Red", "Yellow", "Green", "Blue"), "Yellow"),
     (("Blue", "Green", "Yellow", "Red"), "Yellow"),
+    # 09-16: each colour twice more, elsewhere in the row (Green is in slot 1 in 03 and in 12,
+    # at different x: the button before it differs). One fixed click point per instruction now
+    # solves at most 6 of the 16, against 4 of 8 before (tests/suite/test_ui_basics.py).
+    (("Green", "Red", "Yellow", "Blue"), "Red"),
+    (("Yellow", "Blue", "Red", "Green"), "Red"),
+    (("Green", "Yellow", "Red", "Blue"), "Green"),
+    (("Yellow", "Green", "Blue", "Red"), "Green"),
+    (("Yellow", "Blue", "Green", "Red"), "Blue"),
+    (("Red", "Green", "Yellow", "Blue"), "Blue"),
+    (("Yellow", "Red", "Blue", "Green"), "Yellow"),
+    (("Green", "Red", "Blue", "Yellow"), "Yellow"),
 )
 LABEL_ORDERS = (
     (("Open", "Save", "Print", "Close"), "Save"),
     (("Close", "Print", "Save", "Open"), "Open"),
     (("Print", "Open", "Close", "Save"), "Print"),
     (("Save", "Open", "Close", "Print"), "Close"),
+    # 05-08: each label at a second position
+    (("Save", "Close", "Open", "Print"), "Save"),
+    (("Print", "Open", "Save", "Close"), "Open"),
+    (("Close", "Save", "Open", "Print"), "Print"),
+    (("Close", "Open", "Print", "Save"), "Close"),
 )
-OK_PLACES = ("tl", "tr", "bl", "br")
+OK_PLACES = ("tl", "tr", "bl", "br", "top", "left", "right", "bottom")
 WORDS = ("apple", "river", "cloud", "tiger", "lemon", "piano")
 
 
@@ -294,6 +311,9 @@ def _place(place: str, size: tuple[int, int]) -> tuple[int, int]:
     right, bottom = screen_w - CORNER_MARGIN - width, screen_h - CORNER_MARGIN - height
     return {
         "top": ((screen_w - width) // 2, DIALOG_TOP),
+        "left": (CORNER_MARGIN, (screen_h - height) // 2),
+        "right": (right, (screen_h - height) // 2),
+        "bottom": ((screen_w - width) // 2, bottom),
         "tl": (CORNER_MARGIN, CORNER_MARGIN),
         "tr": (right, CORNER_MARGIN),
         "bl": (CORNER_MARGIN, bottom),

@@ -65,6 +65,14 @@ def test_dart_rollouts_are_off_unless_asked() -> None:
         rl_config(args, Path("m"), Path("s"), SELECTED)
 
 
+def test_the_warm_start_demonstrates_every_task_of_the_suite(tmp_path: Path) -> None:
+    from osworld_gym import load_tasks
+
+    warm = warm_start_config(tmp_path, seed=1, iterations=10, num_envs=16)
+    assert warm.tasks_per_iteration == len(load_tasks(warm.suite)) == 38
+    assert (warm.algo, warm.rollouts_per_task, warm.iterations) == ("sft", 1, 10)
+
+
 def test_a_warm_start_is_reused_only_with_the_same_settings(tmp_path: Path) -> None:
     checkpoint = tmp_path / "warm-start" / "checkpoints" / "ckpt-4"
     checkpoint.mkdir(parents=True)
@@ -80,3 +88,7 @@ def test_a_warm_start_is_reused_only_with_the_same_settings(tmp_path: Path) -> N
     old = {k: v for k, v in made.to_dict().items() if k != "tiny_hidden_size"}
     (checkpoint / "config.json").write_text(json.dumps(old))
     check_reusable(checkpoint, warm_start_config(tmp_path, 2, 5, 16))
+    # one made on the 22-task suite demonstrated other tasks: not reused
+    (checkpoint / "config.json").write_text(json.dumps({**old, "tasks_per_iteration": 22}))
+    with pytest.raises(ValueError, match="tasks_per_iteration=22, this run asks for 38"):
+        check_reusable(checkpoint, warm_start_config(tmp_path, 2, 5, 16))

@@ -160,7 +160,7 @@ def test_dataset_rows_have_skyrl_columns(tmp_path: Path) -> None:
     assert json.loads(row[adapter.CONFIG_COLUMN])["desk_size"] == 2
     plain = adapter.skyrl_dataset_rows(["find-ok-01"], config=config, prompt="instruction")
     assert plain[0]["prompt"] == [{"role": "user", "content": plain[0]["instruction"]}]
-    assert len(adapter.skyrl_dataset_rows(config=config)) == 22
+    assert len(adapter.skyrl_dataset_rows(config=config)) == 38
 
     path = adapter.make_skyrl_dataset(tmp_path / "train.jsonl", ["click-colour-01"], config=config)
     (loaded,) = [json.loads(line) for line in path.read_text().splitlines()]
@@ -170,7 +170,7 @@ def test_dataset_rows_have_skyrl_columns(tmp_path: Path) -> None:
 
     parquet = adapter.make_skyrl_dataset(tmp_path / "train.parquet", config=config)
     frame = pd.read_parquet(parquet)
-    assert len(frame) == 22 and {"prompt", "env_class", "task_id"} <= set(frame.columns)
+    assert len(frame) == 38 and {"prompt", "env_class", "task_id"} <= set(frame.columns)
     with pytest.raises(ValueError, match="jsonl"):
         adapter.make_skyrl_dataset(tmp_path / "train.csv", config=config)
 

@@ -120,7 +120,7 @@ def test_make_trl_dataset_rows() -> None:
     system, user = data[0]["prompt"]
     assert system["role"] == "system" and "336x224" in system["content"]
     assert user["role"] == "user" and user["content"]
-    assert len(make_trl_dataset(SUITE, repeat=3)) == 3 * 22
+    assert len(make_trl_dataset(SUITE, repeat=3)) == 3 * 38
 
 
 def test_reset_faults_retry_on_another_desktop_then_drop_the_rollout(

@@ -323,7 +323,7 @@ async def case_registry(h: Harness) -> dict[str, Any]:
 
 
 async def case_dataset(h: Harness) -> dict[str, Any]:
-    assert len(h.dataset) == 22, len(h.dataset)
+    assert len(h.dataset) == 38, len(h.dataset)
     row = h.dataset[h.rows[TYPE_TASK]]
     assert row["agent_name"] == AGENT_NAME and row["data_source"] == "osworld"
     assert row["extra_info"]["task_id"] == TYPE_TASK and row["extra_info"]["suite"] == SUITE

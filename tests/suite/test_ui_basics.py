@@ -7,6 +7,7 @@ when the agent finishes at once.
 
 from __future__ import annotations
 
+import collections
 import collections.abc
 import json
 import subprocess
@@ -46,7 +47,7 @@ def _inside(point: tuple[int, int], box: tuple[int, int, int, int]) -> bool:
 def test_suite_shape() -> None:
     assert SUITE in available_suites()
     assert set(TASKS.domains) == {"click_colour", "click_label", "find_ok", "type_word"}
-    assert len(TASKS) == 22
+    assert len(TASKS) == 38
     index = json.loads(
         resources.files("osworld_gym_envs").joinpath(SUITE, "test_all.json").read_text()
     )
@@ -72,13 +73,43 @@ def test_buttons_fit_on_screen_without_overlap(task_id: str) -> None:
 
 @pytest.mark.parametrize("domain", ["click_colour", "click_label", "find_ok"])
 def test_the_answer_moves_within_a_family(domain: str) -> None:
-    layouts = [task_layout(t) for t in TASKS.filter(domain=domain)]
-    assert len(layouts) >= 4
-    assert len({layout.centre() for layout in layouts}) == len(layouts), "a place per variant"
+    family = TASKS.filter(domain=domain)
+    layouts = [task_layout(t) for t in family]
+    assert len(layouts) >= 8
+    by_instruction: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
+    for task, layout in zip(family, layouts, strict=True):
+        by_instruction[task.instruction].append(layout.centre())
+    for instruction, centres in by_instruction.items():
+        assert len(centres) >= 2, f"{instruction!r}: the instruction alone would solve it"
+        assert len(set(centres)) == len(centres), f"{instruction!r}: a place per variant"
     if domain != "find_ok":  # there every variant has the same instruction and two buttons
         slots = {list(layout.buttons).index(layout.answer) for layout in layouts}
         assert slots == {0, 1, 2, 3}, "the answer takes every slot of the row"
         assert len({layout.answer for layout in layouts}) >= 4
+
+
+def _instruction_only_ceiling(domain: str) -> int:
+    """Tasks of ``domain`` solved by the best fixed click point per instruction (no screen)."""
+    answers: dict[str, list[tuple[int, int, int, int]]] = collections.defaultdict(list)
+    for task in TASKS.filter(domain=domain):
+        layout = task_layout(task)
+        answers[task.instruction].append(layout.buttons[layout.answer])
+    solved = 0
+    for boxes in answers.values():
+        # the most boxes overlap at some point (left edge of one box, top edge of another)
+        solved += max(
+            sum(_inside((x, y), box) for box in boxes)
+            for x, _, _, _ in boxes
+            for _, y, _, _ in boxes
+        )
+    return solved
+
+
+def test_the_instruction_alone_solves_at_most_half_of_a_family() -> None:
+    ceilings = {d: _instruction_only_ceiling(d) for d in ("click_colour", "click_label", "find_ok")}
+    assert ceilings == {"click_colour": 6, "click_label": 4, "find_ok": 1}, ceilings
+    for domain, solved in ceilings.items():
+        assert solved <= len(TASKS.filter(domain=domain)) // 2, domain
 
 
 def test_find_ok_can_only_be_told_apart_by_looking() -> None:
