@@ -1,4 +1,4 @@
-"""``osworld-arpo-cpu`` end to end, shortened: warm start, selection, RL, summary (slow: ~9 min).
+"""``osworld-arpo-cpu`` end to end, shortened: warm start, selection, RL, summary (slow: ~5 min).
 
 The full run (10 warm-start iterations, a baseline pass of 8 rollouts per task, 30 RL
 iterations) is the CPU preset's learning check; this test runs the default warm start (so the
@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-# Two subprocess runs of the command (about 7 min on a quiet host), more than the default limit.
+# Two subprocess runs of the command (4.6 min on a quiet 2-core host), more than the default limit.
 pytestmark = [pytest.mark.desktop, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
