@@ -105,7 +105,7 @@ WARM_START_SETTINGS = (
     "tiny_hidden_size",
     "lr",
     "sft_epochs",
-    "tasks_per_iteration",  # the suite's size: 22 before find_ok and the colours had 8 more
+    "tasks_per_iteration",  # the suite's size (22 before it grew to 38): the tasks demonstrated
 )
 """What makes two warm starts different models (checked before one is reused)."""
 

@@ -77,8 +77,7 @@ class ButtonTask:
         answer: The label to click.
         coloured: Paint each button in the colour it names.
         place: ``"top"`` (centred near the top), an edge's middle ``"left"``, ``"right"``,
-            ``"bottom"``, or a corner ``"tl"``, ``"tr"``, ``"bl"``,
-            ``"br"``.
+            ``"bottom"``, or a corner ``"tl"``, ``"tr"``, ``"bl"``, ``"br"``.
     """
 
     id: str
