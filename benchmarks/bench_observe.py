@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_guest import populate  # the same screen content as the guest benchmark
+from bench_task_files import terminal_task
 
 from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
 
@@ -153,23 +154,7 @@ def measure_resets(desktop: Any, resets: int) -> dict[str, float]:
     }
 
 
-TERMINAL_TASK = {
-    "id": "bench-terminal",
-    "instruction": "Type into the terminal.",
-    "config": [
-        {"type": "launch", "parameters": {"command": ["xterm", "-title", "bench-terminal"]}},
-        {
-            "type": "execute",
-            "parameters": {
-                "command": "wmctrl -l | grep -q bench-terminal",
-                "shell": True,
-                "until": {"returncode": 0},
-            },
-        },
-        {"type": "activate_window", "parameters": {"window_name": "bench-terminal"}},
-    ],
-    "evaluator": {"func": "infeasible"},
-}
+TERMINAL_TASK = terminal_task("bench-terminal")
 
 
 def measure_steps(args: argparse.Namespace) -> dict[str, float]:

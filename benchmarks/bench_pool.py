@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 import psutil
+from bench_task_files import terminal_task
 
 from osworld_gym.actions import Done, TypeText
 from osworld_gym.pool import EnvPool, EnvSpec, PoolConfig, TrajectoryGroup
@@ -60,26 +61,6 @@ from osworld_gym.pool.policy import PolicyRequest
 from osworld_gym.providers.local import LocalProviderConfig
 
 SCREEN = (1280, 720)
-
-
-def terminal_task(task_id: str) -> dict[str, Any]:
-    return {
-        "id": task_id,
-        "instruction": "Type into the terminal.",
-        "config": [
-            {"type": "launch", "parameters": {"command": ["xterm", "-title", task_id]}},
-            {
-                "type": "execute",
-                "parameters": {
-                    "command": f"wmctrl -l | grep -q {task_id}",
-                    "shell": True,
-                    "until": {"returncode": 0},
-                },
-            },
-            {"type": "activate_window", "parameters": {"window_name": task_id}},
-        ],
-        "evaluator": {"func": "infeasible"},
-    }
 
 
 class SimulatedPolicy:

@@ -162,6 +162,22 @@ def is_alive(pid: int) -> bool:
     return state not in (b"Z", b"X")
 
 
+def still_running(pid: int, started: str | None) -> bool:
+    """True while the process that had ``started`` as :func:`start_time` runs as ``pid``.
+
+    A reused PID (another start time) and a zombie waiting to be reaped count as gone.
+    """
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] not in (b"Z", b"X") and fields[19].decode() == started
+
+
+def start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (clock ticks after boot), or None when it is gone."""
+    fields = _stat_fields(pid)
+    # Field 22 of stat; the fields here start at field 3 (the state).
+    return fields[19].decode() if fields is not None else None
+
+
 def terminate(pids: Iterable[int], *, timeout: float = 5.0) -> list[int]:
     """SIGTERM the processes, wait (bounded) for them to exit, SIGKILL what remains.
 
@@ -215,22 +231,6 @@ def _signal(pid: int, sig: int) -> bool:
 
 
 # --- folders owned by a process ------------------------------------------------------------
-
-
-def still_running(pid: int, started: str | None) -> bool:
-    """True while the process that had ``started`` as :func:`start_time` runs as ``pid``.
-
-    A reused PID (another start time) and a zombie waiting to be reaped count as gone.
-    """
-    fields = _stat_fields(pid)
-    return fields is not None and fields[0] not in (b"Z", b"X") and fields[19].decode() == started
-
-
-def start_time(pid: int) -> str | None:
-    """The kernel's start time of ``pid`` (clock ticks after boot), or None when it is gone."""
-    fields = _stat_fields(pid)
-    # Field 22 of stat; the fields here start at field 3 (the state).
-    return fields[19].decode() if fields is not None else None
 
 
 def _boot_id() -> str:
