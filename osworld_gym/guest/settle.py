@@ -57,6 +57,9 @@ SIGNAL_SCREEN = "screen"  # the screen changed less than settle_quiet ago
 SIGNAL_WINDOWS = "windows"  # windows created/mapped/configured (SubstructureNotify)
 SIGNAL_UNMAPPED = "unmapped_window"  # a top-level window created and not mapped yet
 SIGNAL_UNPAINTED = "unpainted_window"  # a top-level window mapped and not drawn into yet
+# A top-level window was mapped before its first-paint watch existed (the event thread lagged
+# behind the window manager, as under load): it pends as unpainted, drawn or not.
+SIGNAL_LATE_WATCH = "late_paint_watch"  # (reported beside SIGNAL_UNPAINTED)
 SIGNAL_PROCESS = "process"  # a process started since the last action is using CPU
 SIGNAL_APP_BUSY = "app_busy"  # an app idle when the action began has been using CPU since
 SIGNAL_STIR = "stirring"  # a process still when the action began ran lately (not yet quiet)
@@ -377,6 +380,10 @@ class EventSettler:
         self._painted: set[int] = set()
         self._frames: dict[int, int] = {}  # window manager frame -> the client window in it
         self._unpainted: dict[int, float] = {}  # window id -> mapped at, nothing drawn since
+        self._late_watch: set[int] = set()  # unpainted windows mapped before their watch began
+        # Late-watched windows whose damage object has yet to send the server's report of the
+        # whole window at its creation (not a drawing).
+        self._creation_report: set[int] = set()
         self._startups: dict[str, float] = {}  # startup id -> began at
         self._startup_buffers: dict[int, bytes] = {}
         self._cursor_busy = False
@@ -562,8 +569,11 @@ class EventSettler:
             pending.append(SIGNAL_CURSOR)
         if any(now - t < UNMAPPED_GRACE for t in self._unmapped.values()):
             pending.append(SIGNAL_UNMAPPED)
-        if any(now - t < UNPAINTED_GRACE for t in self._unpainted.values()):
+        unpainted = [w for w, t in self._unpainted.items() if now - t < UNPAINTED_GRACE]
+        if unpainted:
             pending.append(SIGNAL_UNPAINTED)
+        if any(w in self._late_watch for w in unpainted):
+            pending.append(SIGNAL_LATE_WATCH)
         return pending
 
     def _check_commit(self, now: float) -> None:
@@ -695,10 +705,19 @@ class EventSettler:
         kind = getattr(ev, "type", None)
         with self._cond:
             if kind == codes["damage"] and ev.damage in self._paint_damage:  # type: ignore[attr-defined]
-                # A window's first drawing (its damage object reports once: never subtracted).
+                # A window's first drawing (its damage object reports once: subtracted only
+                # after the server's own report at its creation, below).
                 window = self._paint_damage[ev.damage]  # type: ignore[attr-defined]
+                if window in self._creation_report:
+                    # The server damages a viewable window whole when a damage object is made
+                    # on it: not a drawing. Subtracting it lets the next drawing report.
+                    self._creation_report.discard(window)
+                    disp.damage_subtract(ev.damage)  # type: ignore[attr-defined]
+                    disp.flush()
+                    return
                 self._painted.add(window)
                 self._unpainted.pop(window, None)
+                self._late_watch.discard(window)
                 self._last_change = now
             elif kind == codes["damage"]:
                 self._last_change = now
@@ -719,7 +738,11 @@ class EventSettler:
                     self._mapped(ev, now)
                 elif kind == X.UnmapNotify:
                     frame = ev.window.id  # type: ignore[attr-defined]
-                    self._unpainted.pop(self._frames.get(frame, frame), None)
+                    client = self._frames.get(frame, frame)
+                    self._unpainted.pop(client, None)
+                    self._late_watch.discard(client)
+                    # Its creation report, if the server sent one, came before this event.
+                    self._creation_report.discard(client)
             elif kind in (X.DestroyNotify, X.ReparentNotify):
                 self._last_change = now
                 self._window_events += 1
@@ -754,7 +777,8 @@ class EventSettler:
         The damage object is made while the window is still unmapped (a managed window is
         mapped only after a round trip through the window manager), so nothing it draws once
         mapped can slip by; it reports the window's first drawing, its children's included,
-        once, and the server frees it with the window.
+        once, and the server frees it with the window. When this thread reads the creation
+        only after the window manager mapped the window, :meth:`_mapped` sees it.
         """
         self._forget_window(window.id)  # type: ignore[attr-defined]  # an id used again
         serial = disp.display.request_serial
@@ -772,14 +796,20 @@ class EventSettler:
             # Not watched, or drawn into before (mapped again): nothing to wait for.
             return
         # The event's sequence number is that of our last request the server had done when
-        # it mapped the window: a map before our DamageCreate could have been drawn unseen.
+        # it mapped the window. A map before our DamageCreate means this thread read the
+        # window's creation late (it lagged behind the window manager, as under load): the
+        # window may have been drawn before the watch began, or not at all yet. It pends
+        # anyway: a drawing missed costs at most the grace, while a step that ends on an
+        # empty dialog loses the keys sent to it next.
         if (ev.sequence_number - serial) & 0xFFFF >= 0x8000:  # type: ignore[attr-defined]
-            self._unpainted.pop(window, None)
-            return
+            self._late_watch.add(window)
+            self._creation_report.add(window)
         self._unpainted[window] = now
         # Old entries go here (a map is rare): windows mapped long ago pend no more anyway.
         for stale in [w for w, t in self._unpainted.items() if now - t >= UNPAINTED_GRACE]:
             del self._unpainted[stale]
+            self._late_watch.discard(stale)
+            self._creation_report.discard(stale)
 
     def _forget_window(self, window: int) -> None:
         """Drop a destroyed window's first-paint state, and its client's if it is a frame.
@@ -792,6 +822,8 @@ class EventSettler:
             if gone is None:
                 continue
             self._unpainted.pop(gone, None)
+            self._late_watch.discard(gone)
+            self._creation_report.discard(gone)
             self._painted.discard(gone)
             if self._paint_serial.pop(gone, None) is not None:
                 for damage_id in [d for d, w in self._paint_damage.items() if w == gone]:

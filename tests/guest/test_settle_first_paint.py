@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
 from desktop_helpers import wait_until
+from Xlib import XK, X, display
+from Xlib.ext import xtest
 
 from osworld_gym.guest.client import GuestClient, Screenshot
-from osworld_gym.guest.settle import SIGNAL_UNPAINTED, UNPAINTED_GRACE
+from osworld_gym.guest.settle import SIGNAL_LATE_WATCH, SIGNAL_UNPAINTED, UNPAINTED_GRACE
 from osworld_gym.providers.local import LocalDesktop
 
 pytestmark = pytest.mark.desktop
@@ -119,7 +124,12 @@ def test_settle_is_not_slowed_by_a_dialog_painted_at_once(painter: GuestClient) 
     for _ in range(3):
         shot = _press(painter, "b")
         assert (shot.settled, shot.settle_end) == (True, "quiet"), shot
-        assert shot.settle_seconds < 0.4, shot  # well under the grace
+        if SIGNAL_LATE_WATCH in shot.settle_seen:
+            # The settle's thread read the dialog's creation after it was mapped (a loaded
+            # host): the paint may have come before the watch, so the grace is the bound.
+            assert shot.settle_seconds < UNPAINTED_GRACE + 0.4, shot
+        else:
+            assert shot.settle_seconds < 0.4, shot  # well under the grace
         assert _green_pixels(shot.to_array()) >= DIALOG_PIXELS * 0.95
 
 
@@ -130,3 +140,48 @@ def test_settle_gives_up_on_a_dialog_that_never_paints(painter: GuestClient) -> 
     assert (shot.settled, shot.settle_end) == (True, "quiet"), shot
     assert SIGNAL_UNPAINTED in shot.settle_seen, shot
     assert UNPAINTED_GRACE * 0.9 <= shot.settle_seconds < UNPAINTED_GRACE + 0.6, shot
+
+
+@pytest.fixture()
+def x_connection(clean_desktop: LocalDesktop) -> Iterator[display.Display]:
+    conn = display.Display(clean_desktop.display)
+    yield conn
+    conn.close()
+
+
+def _viewable(conn: display.Display, name: str) -> bool:
+    pending = [conn.screen().root]
+    while pending:
+        window = pending.pop()
+        if window.get_wm_name() == name:
+            return window.get_attributes().map_state == X.IsViewable
+        pending.extend(window.query_tree().children)
+    return False
+
+
+def test_a_dialog_mapped_before_the_settle_could_watch_it_still_pends(
+    painter: GuestClient, clean_desktop: LocalDesktop, x_connection: display.Display
+) -> None:
+    # The guest is stopped while the key goes in and the window manager maps the dialog, as
+    # when the settle's thread lags under load: it reads the dialog's creation only after the
+    # map, too late for its first-paint watch to have seen a drawing before it.
+    guest = clean_desktop.component_pid("guest")
+    keycode = x_connection.keysym_to_keycode(XK.XK_a)
+    os.kill(guest, signal.SIGSTOP)
+    try:
+        xtest.fake_input(x_connection, X.KeyPress, keycode)
+        xtest.fake_input(x_connection, X.KeyRelease, keycode)
+        x_connection.sync()
+        wait_until(
+            lambda: _viewable(x_connection, "late-painter-dialog"),
+            timeout=PAINT_DELAY / 2,
+            interval=0.005,
+            message="the dialog mapped",
+        )
+    finally:
+        os.kill(guest, signal.SIGCONT)
+    shot = _events(painter)
+    assert (shot.settled, shot.settle_end) == (True, "quiet"), shot
+    assert {SIGNAL_UNPAINTED, SIGNAL_LATE_WATCH} <= set(shot.settle_seen), shot
+    # The step ends on the drawn dialog, not on its empty frame.
+    assert _green_pixels(shot.to_array()) >= DIALOG_PIXELS * 0.95, shot
