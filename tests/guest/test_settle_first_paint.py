@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+import Xlib.error
 from desktop_helpers import wait_until
 from Xlib import XK, X, display
 from Xlib.ext import xtest
@@ -153,9 +154,12 @@ def _viewable(conn: display.Display, name: str) -> bool:
     pending = [conn.screen().root]
     while pending:
         window = pending.pop()
-        if window.get_wm_name() == name:
-            return window.get_attributes().map_state == X.IsViewable
-        pending.extend(window.query_tree().children)
+        try:
+            if window.get_wm_name() == name:
+                return window.get_attributes().map_state == X.IsViewable
+            pending.extend(window.query_tree().children)
+        except Xlib.error.BadWindow:
+            continue  # gone while we looked
     return False
 
 
@@ -172,9 +176,11 @@ def test_a_dialog_mapped_before_the_settle_could_watch_it_still_pends(
         xtest.fake_input(x_connection, X.KeyPress, keycode)
         xtest.fake_input(x_connection, X.KeyRelease, keycode)
         x_connection.sync()
+        # Usually well before the paint; a slower map (a loaded host) lets the paint come
+        # before the watch, and the settle then holds for the grace: the test still holds.
         wait_until(
             lambda: _viewable(x_connection, "late-painter-dialog"),
-            timeout=PAINT_DELAY / 2,
+            timeout=10.0,
             interval=0.005,
             message="the dialog mapped",
         )
