@@ -1,9 +1,12 @@
-"""Host-side file cache for task assets (``download`` setup steps and ``cloud_file`` getters).
+"""Host-side files of tasks: the asset cache, and files that ship beside the task files.
 
 OSWorld downloads every asset on the host and uploads it into the desktop, caching it as
 ``<cache>/<task_id>/<uuid5(NAMESPACE_URL, url)>_<basename(path)>``. This cache uses the same
 names, so a pre-filled OSWorld cache folder works as it is; it also looks in a shared folder for
 files any task may use, and fails offline with an error naming the URL and the paths it tried.
+
+Files a task names by a host path instead (``upload_file`` sources, ``cloud_file`` references
+with ``local_path``) are no URL to fetch: :func:`resolve_local_path` finds them.
 """
 
 from __future__ import annotations
@@ -24,6 +27,20 @@ logger = logging.getLogger(__name__)
 
 class AssetUnavailableError(OSWorldGymError):
     """An asset is neither cached nor reachable; the message names the URL and cache paths."""
+
+
+def resolve_local_path(path: str | os.PathLike[str], task_dir: Path | None) -> Path:
+    """The host path of a file a task names by ``local_path``.
+
+    ``~`` is expanded and a relative path is taken against the task file's folder, so a suite's
+    task files and their assets move together (an installed package's data included). Without
+    a task folder (a task built in memory) a relative path stays relative to the working folder.
+    ``upload_file`` sources and ``cloud_file`` references resolve alike through here.
+    """
+    local = Path(path).expanduser()
+    if not local.is_absolute() and task_dir is not None:
+        local = task_dir / local
+    return local
 
 
 @dataclass(frozen=True)

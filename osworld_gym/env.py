@@ -429,6 +429,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
             cache=self.cache,
             scratch=self._fresh_eval_dir(),
             services=self._desktop.service_urls,
+            task_dir=task.task_dir,
         )
         return self.evaluator.evaluate(
             task.evaluator,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from osworld_gym.downloads import AssetCache
+from osworld_gym.downloads import AssetCache, resolve_local_path
 from osworld_gym.providers.command_probe import CommandProbe, ProbeResult
 from osworld_gym.support import task_support
 from osworld_gym.tasks import Task
@@ -114,13 +114,14 @@ def _missing_reason(command: str, provider: str) -> str:
 
 
 def _local_files_missing(task: Task, requirements: TaskRequirements) -> list[str]:
+    """The host files the task names by path (not URL) that are not there, one line each."""
+    named = [(name, "upload_file step") for name in requirements.local_files]
+    named += [(name, "cloud_file reference") for name in requirements.reference_files]
     missing = []
-    for name in requirements.local_files:
-        path = Path(name).expanduser()
-        if not path.is_absolute() and task.task_dir is not None:
-            path = task.task_dir / path
+    for name, why in named:
+        path = resolve_local_path(name, task.task_dir)
         if not path.is_file():
-            missing.append(f"the host file {path} (upload_file step)")
+            missing.append(f"the host file {path} ({why})")
     return missing
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from osworld_gym import chrome_setup
-from osworld_gym.downloads import AssetCache, AssetUnavailableError
+from osworld_gym.downloads import AssetCache, AssetUnavailableError, resolve_local_path
 from osworld_gym.errors import GuestError, GuestHTTPError, TaskSetupError
 from osworld_gym.guest.client import GuestClient
 from osworld_gym.tasks.placeholders import (
@@ -225,9 +225,7 @@ class SetupInterpreter:
 
     def _upload_file(self, params: dict[str, Any]) -> None:
         for item in params["files"]:
-            local = Path(item["local_path"]).expanduser()
-            if not local.is_absolute() and self.context.task_dir is not None:
-                local = self.context.task_dir / local
+            local = resolve_local_path(item["local_path"], self.context.task_dir)
             if not local.is_file():
                 raise AssetUnavailableError(f"local file {local} does not exist")
             self.context.client.upload(item["path"], local.read_bytes())

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
+from osworld_data import OSWORLD_TASKS, needs_osworld_tasks
 
 from osworld_gym.downloads import AssetCache
 from osworld_gym.errors import GuestUnreachableError
@@ -29,7 +31,6 @@ from osworld_gym.runnable import (
 from osworld_gym.tasks import Task, load_tasks
 from osworld_gym.tasks.requirements import task_assets, task_requirements
 
-OSWORLD_TASKS = Path(__file__).resolve().parents[1].parent / "shared" / "osworld_tasks"
 GOLD = "https://h.example/gold.txt"
 
 
@@ -106,6 +107,21 @@ def test_upload_file_sources_must_exist(cache: AssetCache, tmp_path: Path) -> No
     upload = {"type": "upload_file", "parameters": {"files": files}}
     verdict = judge(make_task([upload]), cache)
     assert verdict.verdict == "not runnable" and "upload_file step" in verdict.reason
+
+
+def test_host_references_must_exist_and_are_no_download(cache: AssetCache, tmp_path: Path) -> None:
+    # A cloud_file local_path, relative to the task file: read in place, never fetched.
+    folder = tmp_path / "suite" / "examples"
+    folder.mkdir(parents=True)
+    local = {"type": "cloud_file", "local_path": "../gold.txt", "dest": "gold.txt"}
+    task = make_task([], evaluator={**make_task([]).to_dict()["evaluator"], "expected": local})
+    task = dataclasses.replace(task, path=folder / "t1.json")
+    missing = judge(task, cache)
+    assert missing.verdict == "not runnable" and missing.assets == 0
+    reference = folder / "../gold.txt"
+    assert missing.reason == f"needs the host file {reference} (cloud_file reference)"
+    (tmp_path / "suite" / "gold.txt").write_text("gold")
+    assert judge(task, cache).verdict == "runnable"
 
 
 def test_shared_cache_folder_counts(cache: AssetCache) -> None:
@@ -264,7 +280,7 @@ def test_report_table_and_json(cache: AssetCache) -> None:
     assert total == ["all", "2", "2", "1", "1", "1", "1", "1"]
 
 
-@pytest.mark.skipif(not OSWORLD_TASKS.is_dir(), reason="shared OSWorld task data not found")
+@needs_osworld_tasks
 def test_real_osworld_tasks_on_the_local_provider() -> None:
     tasks = load_tasks(OSWORLD_TASKS)
     report = runnable_report(tasks, LocalCommandProbe(), AssetCache.default(), "local")

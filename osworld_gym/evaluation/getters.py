@@ -13,13 +13,14 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from osworld_gym.downloads import AssetCache
+from osworld_gym.downloads import AssetCache, AssetUnavailableError, resolve_local_path
 from osworld_gym.errors import EvaluatorError, GuestAuthError, GuestHTTPError
 from osworld_gym.evaluation.getters_apps import APP_GETTERS
 from osworld_gym.evaluation.getters_browser import CHROME_BROWSER_GETTERS
@@ -46,6 +47,8 @@ class EvalContext:
             would overwrite each other's files in).
         services: Where the host reaches the desktop's OSWorld services (``"cdp"``: Chrome
             DevTools, ``"vlc"``: VLC's HTTP interface), as ``http://host:port`` by name.
+        task_dir: The task file's folder: relative ``cloud_file`` ``local_path`` references
+            resolve against it (None for a task built in memory: the working folder).
     """
 
     client: GuestClient
@@ -53,6 +56,7 @@ class EvalContext:
     cache: AssetCache
     scratch: Path | None = None
     services: Mapping[str, str] = field(default_factory=dict)
+    task_dir: Path | None = None
 
     @property
     def fetch_dir(self) -> Path:
@@ -91,19 +95,20 @@ class EvalContext:
 Getter = Callable[[EvalContext, Mapping[str, Any]], Any]
 
 
-def _multi(config: Mapping[str, Any], fetch: Callable[[str, str], Any]) -> Any:
+def _multi(config: Mapping[str, Any], fetch: Callable[[str, str], Any], key: str = "path") -> Any:
     """OSWorld's ``multi``/``gives`` convention over parallel ``path``/``dest`` lists.
 
     As OSWorld's: every pair is fetched (a single file is the pair list ``[(path, dest)]``,
     ``time_suffix`` aside), lists of different lengths are cut to the shorter one, and
     ``gives`` (default ``[0]``) is a set of indexes: the fetched values at those indexes, in
     index order, duplicates and indexes past the end ignored. Exactly one value is returned
-    as is, otherwise the list (possibly empty).
+    as is, otherwise the list (possibly empty). ``key`` names the paths' field (``cloud_file``
+    references on the host use ``local_path``).
     """
     if config.get("multi"):
-        paths, dests = list(config["path"]), list(config["dest"])
+        paths, dests = list(config[key]), list(config["dest"])
     else:
-        paths, dests = [config["path"]], [_suffixed(config)]
+        paths, dests = [config[key]], [_suffixed(config)]
     gives = set(config.get("gives", [0]))
     given = []
     for index, (path, dest) in enumerate(zip(paths, dests, strict=False)):
@@ -132,13 +137,43 @@ def get_vm_file(ctx: EvalContext, config: Mapping[str, Any]) -> Any:
     return _multi(config, ctx.fetch_file)
 
 
+REFERENCE_FOLDER = "reference"
+"""The subfolder of the fetch folder that ``local_path`` references are copied into."""
+
+
 def get_cloud_file(ctx: EvalContext, config: Mapping[str, Any]) -> Any:
-    """A reference file by URL through the asset cache (offline: from a pre-filled cache)."""
+    """A reference file kept on the host, never in the desktop the agent works in.
+
+    Two forms: OSWorld's ``path`` (a URL, fetched through the asset cache; offline from a
+    pre-filled cache), and this package's ``local_path`` (a file beside the task file, relative
+    paths resolved as ``upload_file`` sources are). ``multi``/``gives`` work for both.
+
+    Raises:
+        AssetUnavailableError: the file is neither cached nor reachable, or not on the host.
+    """
+    if "local_path" in config:
+        return _multi(config, lambda path, dest: _copy_reference(ctx, path, dest), "local_path")
 
     def fetch(url: str, dest: str) -> str:
         return str(ctx.cache.fetch(url, ctx.task_id, dest))
 
     return _multi(config, fetch)
+
+
+def _copy_reference(ctx: EvalContext, local_path: str, dest: str) -> str:
+    """Copy a host reference file to ``<fetch folder>/reference/<dest>`` and return that path.
+
+    A copy, so a metric that writes beside its input never touches the suite's own files
+    (possibly a read-only installed package); in its own subfolder, so a desktop file fetched
+    under the same ``dest`` cannot replace the reference.
+    """
+    source = resolve_local_path(local_path, ctx.task_dir)
+    if not source.is_file():
+        raise AssetUnavailableError(f"reference file {source} does not exist on the host")
+    target = ctx.fetch_dir / REFERENCE_FOLDER / dest
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    return str(target)
 
 
 def get_rule(ctx: EvalContext, config: Mapping[str, Any]) -> Any:

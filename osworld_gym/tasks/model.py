@@ -150,8 +150,9 @@ class TaskNeeds:
         infeasible: Whether the task is infeasible (needs no getter or metric at all).
         proxy: Whether OSWorld runs the task behind a proxy (sites that block bots).
         fixed_ip: Whether the task needs OSWorld's fixed-IP set-up (the Google Drive tasks).
-        urls: URLs fetched on the host: ``download`` steps and ``cloud_file`` getters. With
-            these in the asset cache, such tasks run offline.
+        urls: URLs fetched on the host: ``download`` steps and ``cloud_file`` getters (not
+            those with a ``local_path``, a file beside the task). With these in the asset
+            cache, such tasks run offline.
     """
 
     setup_steps: frozenset[str]
@@ -241,7 +242,8 @@ class Task:
             for item in step.parameters.get("files", ())
         }
         for getter in getters:
-            if getter.type == "cloud_file":
+            # A cloud_file with a local_path reads a host file beside the task: no URL.
+            if getter.type == "cloud_file" and "local_path" not in getter.params:
                 path = getter.params.get("path")
                 urls.update([path] if isinstance(path, str) else [str(p) for p in path or ()])
         return TaskNeeds(

@@ -16,7 +16,12 @@ from typing import Any, NoReturn
 from osworld_gym.tasks.errors import TaskFormatError
 from osworld_gym.tasks.frozen import FrozenDict, NotJSONError, freeze
 from osworld_gym.tasks.model import INFEASIBLE, EvaluatorSpec, GetterSpec, SetupStep, Task
-from osworld_gym.tasks.schema import STEP_TYPES, check_step_parameters, show
+from osworld_gym.tasks.schema import (
+    STEP_TYPES,
+    check_getter_parameters,
+    check_step_parameters,
+    show,
+)
 
 __all__ = ["KNOWN_FIELDS", "parse_task"]
 
@@ -282,4 +287,5 @@ def _getter(value: Any, where: str, fail: _Reporter) -> GetterSpec:
     if "type" not in value:
         fail(f"{where}.type", 'required field is missing (the getter name, e.g. "vm_file")')
     getter_type = _name(value["type"], f"{where}.type", fail, "getter")
+    check_getter_parameters(getter_type, value, where, fail)
     return GetterSpec(getter_type, FrozenDict({k: v for k, v in value.items() if k != "type"}))

@@ -45,6 +45,7 @@ __all__ = [
     "all_commands",
     "app_label",
     "command_words",
+    "reference_files",
     "task_assets",
     "task_requirements",
 ]
@@ -195,6 +196,8 @@ class TaskRequirements:
         proxy: Whether OSWorld runs it behind a proxy (its sites block bots).
         live_web: The live web pages or in-desktop installs it needs, one readable item each.
         local_files: ``upload_file`` sources on the host (relative ones against the task file).
+        reference_files: ``cloud_file`` references kept on the host by ``local_path`` (relative
+            ones against the task file): read in place, never downloaded nor uploaded.
     """
 
     commands: Mapping[str, tuple[str, ...]]
@@ -203,6 +206,7 @@ class TaskRequirements:
     proxy: bool
     live_web: tuple[str, ...]
     local_files: tuple[str, ...]
+    reference_files: tuple[str, ...] = ()
 
 
 def app_label(command: str) -> str:
@@ -308,8 +312,31 @@ def _urls_in(value: Any) -> Iterator[str]:
                 yield item
 
 
+def _listed(value: Any) -> list[str]:
+    """A getter's ``path``-like value as a list: one string, or the list a ``multi`` one has."""
+    if value is None:
+        return []
+    return [str(value)] if isinstance(value, str) else [str(v) for v in value]
+
+
+def reference_files(task: Task) -> tuple[str, ...]:
+    """The ``local_path`` of every ``cloud_file`` getter, as written (relative to the task file).
+
+    Such references are host files beside the task, not URLs: there is nothing to download.
+    """
+    found: list[str] = []
+    for getter in task.evaluator.getters():
+        if getter.type == "cloud_file":
+            found += _listed(getter.params.get("local_path"))
+    return tuple(dict.fromkeys(found))
+
+
 def task_assets(task: Task) -> tuple[AssetRef, ...]:
-    """The files a task fetches by URL (``download`` steps, ``cloud_file`` getters), in order."""
+    """The files a task fetches by URL (``download`` steps, ``cloud_file`` getters), in order.
+
+    A ``cloud_file`` with a ``local_path`` is a host file beside the task (:func:`reference_files`),
+    no URL: it is not an asset.
+    """
     assets: dict[tuple[str, str], AssetRef] = {}
     for step in task.config + task.evaluator.postconfig:
         if step.type != "download":
@@ -319,7 +346,7 @@ def task_assets(task: Task) -> tuple[AssetRef, ...]:
             ref = AssetRef(url, task.id, download_cache_name(url, path), "download")
             assets.setdefault((ref.url, ref.name), ref)
     for getter in task.evaluator.getters():
-        if getter.type != "cloud_file":
+        if getter.type != "cloud_file" or "local_path" in getter.params:
             continue
         paths, dests = getter.params.get("path"), getter.params.get("dest")
         if not getter.params.get("multi"):
@@ -394,6 +421,7 @@ def task_requirements(task: Task) -> TaskRequirements:
         proxy=task.proxy,
         live_web=tuple(dict.fromkeys(live_web)),
         local_files=tuple(local_files),
+        reference_files=reference_files(task),
     )
 
 

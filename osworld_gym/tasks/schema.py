@@ -4,6 +4,10 @@ OSWorld runs a step ``{"type": T, "parameters": P}`` as ``SetupController._T_set
 (``docs/design/task-format.md#setup-steps``): an unknown type or an unexpected parameter fails there
 only when the task runs. Checking the same signatures at load time moves that failure to the moment
 the task file is read, with a message that names the field.
+
+Getters are left to their implementations, except the one whose form this package extends:
+``cloud_file`` takes OSWorld's ``path`` (a URL) or a ``local_path`` (a host file beside the task
+file), never both (:func:`check_getter_parameters`).
 """
 
 from __future__ import annotations
@@ -15,7 +19,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NoReturn
 
-__all__ = ["STEP_TYPES", "StepSchema", "Fail", "check_step_parameters", "show"]
+__all__ = [
+    "STEP_TYPES",
+    "StepSchema",
+    "Fail",
+    "check_getter_parameters",
+    "check_step_parameters",
+    "show",
+]
 
 Fail = Callable[[str, str], NoReturn]
 """Reports a problem: ``fail(field_path, reason)`` raises, naming the field."""
@@ -75,6 +86,10 @@ def _flag(value: Any, where: str, fail: Fail) -> None:
 OBJECT = _expect("an object", lambda v: isinstance(v, Mapping))
 LIST = _expect("a list", lambda v: isinstance(v, list))
 STRING_LIST = _expect("a list of strings", _is_str_list)
+NONEMPTY_STRING_LIST = _expect(
+    "a non-empty list of non-empty strings",
+    lambda v: _is_str_list(v) and len(v) > 0 and all(v),
+)
 SECONDS = _expect(
     "a number of seconds >= 0",
     lambda v: isinstance(v, int | float) and not isinstance(v, bool) and v >= 0,
@@ -194,6 +209,41 @@ def check_step_parameters(step_type: str, parameters: Any, where: str, fail: Fai
     """
     schema = STEP_TYPES[step_type]
     _check_keys(parameters, where, fail, schema.required, schema.optional, open_=schema.open)
+
+
+def check_getter_parameters(
+    getter_type: str, config: Mapping[str, Any], where: str, fail: Fail
+) -> None:
+    """Check a getter config whose keys this package defines (``cloud_file``); others pass.
+
+    Args:
+        getter_type: The getter's ``type``.
+        config: The getter config (an object, ``type`` included or not).
+        where: Field path of the config, e.g. ``evaluator.expected[1]``.
+        fail: Called with a field path and reason on the first problem.
+    """
+    if getter_type == "cloud_file":
+        _check_cloud_file(config, where, fail)
+
+
+def _check_cloud_file(config: Mapping[str, Any], where: str, fail: Fail) -> None:
+    """``path`` (a URL) or ``local_path`` (a host path), exactly one, and the ``dest`` name(s)."""
+    if ("path" in config) == ("local_path" in config):
+        fail(
+            where,
+            'a cloud_file getter takes exactly one of "path" (a URL) and "local_path" (a file '
+            "on the host, relative to the task file)",
+        )
+    if "dest" not in config:
+        fail(f"{where}.dest", "required field is missing (the name the file is saved as)")
+    key = "path" if "path" in config else "local_path"
+    names = NONEMPTY_STRING_LIST if config.get("multi") else NONEMPTY_STRING
+    names(config[key], f"{where}.{key}", fail)
+    names(config["dest"], f"{where}.dest", fail)
+    if key == "local_path":
+        for value in [config[key]] if isinstance(config[key], str) else config[key]:
+            if "://" in value:
+                fail(f"{where}.local_path", f"expected a host path, got the URL {show(value)}")
 
 
 def _check_keys(

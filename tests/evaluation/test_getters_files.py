@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from osworld_gym.downloads import AssetCache
+from osworld_gym.downloads import AssetCache, AssetUnavailableError
 from osworld_gym.errors import EvaluatorError, GuestAuthError, GuestHTTPError
 from osworld_gym.evaluation import getters as getters_module
 from osworld_gym.evaluation.getters import GETTERS, EvalContext
@@ -208,3 +208,55 @@ def test_content_from_vm_file_text_beyond_osworld(tmp_path: Path) -> None:
     ctx = _ctx(tmp_path, StandInClient({"/t": b"caf\xe9"}))
     assert GETTERS["content_from_vm_file"](ctx, {"path": "/t"}) == "caf\ufffd"
     assert GETTERS["content_from_vm_file"](ctx, {"path": "/none", "file_type": "txt"}) is None
+
+
+def _reference_ctx(tmp_path: Path, client: StandInClient) -> EvalContext:
+    """A context whose task file lives in ``<tmp>/suite/examples`` beside ``<tmp>/suite/assets``."""
+    assets = tmp_path / "suite" / "assets"
+    assets.mkdir(parents=True)
+    (assets / "gold.txt").write_bytes(b"GOLD")
+    (assets / "other.txt").write_bytes(b"OTHER")
+    (tmp_path / "suite" / "examples").mkdir()
+    return EvalContext(
+        client=client,  # type: ignore[arg-type]
+        task_id="t",
+        cache=AssetCache(tmp_path / "cache", offline=True),
+        scratch=tmp_path / "fetched",
+        task_dir=tmp_path / "suite" / "examples",
+    )
+
+
+def test_cloud_file_local_path_reads_the_host_file_beside_the_task(tmp_path: Path) -> None:
+    # The desktop has a file at the same name: the reference never comes from the guest.
+    client = StandInClient({"../assets/gold.txt": b"FROM THE DESKTOP"})
+    ctx = _reference_ctx(tmp_path, client)
+    config = {"local_path": "../assets/gold.txt", "dest": "gold.txt"}
+    got = Path(GETTERS["cloud_file"](ctx, config))
+    assert got.read_bytes() == b"GOLD"
+    assert got == tmp_path / "fetched" / getters_module.REFERENCE_FOLDER / "gold.txt"
+    absolute = {"local_path": str(tmp_path / "suite/assets/other.txt"), "dest": "o.txt"}
+    assert Path(GETTERS["cloud_file"](ctx, absolute)).read_bytes() == b"OTHER"
+
+
+def test_cloud_file_local_path_cannot_be_replaced_by_a_desktop_file(tmp_path: Path) -> None:
+    # A result fetched under the reference's dest lands apart from it; the copy leaves the
+    # suite's own file untouched by whatever a metric does to its input.
+    ctx = _reference_ctx(tmp_path, StandInClient({"/home/user/doc.txt": b"AGENT"}))
+    reference = GETTERS["cloud_file"](ctx, {"local_path": "../assets/gold.txt", "dest": "x.txt"})
+    result = GETTERS["vm_file"](ctx, {"path": "/home/user/doc.txt", "dest": "x.txt"})
+    assert _read([reference, result]) == [b"GOLD", b"AGENT"]
+    Path(reference).write_bytes(b"changed by a metric")
+    assert (tmp_path / "suite/assets/gold.txt").read_bytes() == b"GOLD"
+
+
+def test_cloud_file_local_path_multi_and_a_missing_file(tmp_path: Path) -> None:
+    ctx = _reference_ctx(tmp_path, StandInClient({}))
+    multi = {
+        "multi": True,
+        "local_path": ["../assets/gold.txt", "../assets/other.txt"],
+        "dest": ["g", "o"],
+        "gives": [0, 1],
+    }
+    assert _read(GETTERS["cloud_file"](ctx, multi)) == [b"GOLD", b"OTHER"]
+    with pytest.raises(AssetUnavailableError, match="does not exist on the host"):
+        GETTERS["cloud_file"](ctx, {"local_path": "../assets/none.txt", "dest": "n"})

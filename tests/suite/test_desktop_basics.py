@@ -69,3 +69,19 @@ def test_doing_nothing_scores_zero(env: OSWorldEnv, task_id: str) -> None:
     assert run_episode(env, task_id, [Done()]) == 0.0
     if TASKS[task_id].infeasible:
         assert run_episode(env, task_id, [Fail()]) == 1.0
+
+
+def test_no_answer_key_in_the_desktop(env: OSWorldEnv) -> None:
+    # The reference stays on the host (a cloud_file local_path): nothing to open and save over
+    # the document, so DONE at once scores 0 (issue 35: ~/.expected used to hold the answer).
+    env.reset(options={"task_id": "editor-append-line"})
+    assert env.desktop is not None
+    client = env.desktop.client
+    hidden = client.execute("test -e ~/.expected && echo present || echo absent", shell=True)
+    assert hidden.output.strip() == "absent"
+    # No copy elsewhere either: the line the agent must add is in no file of the home folder.
+    copies = client.execute("grep -rlF -e '- green tea' ~ 2>/dev/null; true", shell=True)
+    assert copies.output.strip() == ""
+    _, reward, terminated, _, info = env.step(Done())
+    assert terminated and info["infra_error"] is None
+    assert reward == 0.0 and info["score"] == 0.0

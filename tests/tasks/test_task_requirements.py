@@ -152,6 +152,27 @@ def test_assets_use_the_cache_names_the_env_looks_up() -> None:
     assert task_requirements(task).assets == task_assets(task)
 
 
+def test_host_references_by_local_path_are_no_assets() -> None:
+    # A reference beside the task file: nothing to download, listed as a host file instead.
+    task = make_task(
+        [step("upload_file", files=[{"local_path": "in.txt", "path": "/home/user/in.txt"}])],
+        evaluator={
+            "func": ["compare_text_file", "compare_text_file"],
+            "result": [{"type": "vm_file", "path": "/a", "dest": "a"}] * 2,
+            "expected": [
+                {"type": "cloud_file", "local_path": "../assets/gold.txt", "dest": "gold.txt"},
+                {"type": "cloud_file", "multi": True, "local_path": ["g1", "g2"],
+                 "dest": ["g1", "g2"], "gives": [0, 1]},
+            ],
+        },
+    )  # fmt: skip
+    assert task_assets(task) == ()
+    assert task.needs.urls == frozenset()
+    needs = task_requirements(task)
+    assert needs.assets == () and needs.local_files == ("in.txt",)
+    assert needs.reference_files == ("../assets/gold.txt", "g1", "g2")
+
+
 def test_app_labels() -> None:
     assert app_label("vlc") == "VLC (vlc)"
     assert app_label("/usr/bin/thunderbird") == "Thunderbird (/usr/bin/thunderbird)"

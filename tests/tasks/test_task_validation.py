@@ -20,6 +20,8 @@ from osworld_gym.tasks import TaskFormatError, load_tasks
 
 BASE = make_task("abc")
 LIST = make_list_task("abc")
+CLOUD = {"type": "cloud_file", "path": "https://h/gold.txt", "dest": "gold.txt"}
+LOCAL = {"type": "cloud_file", "local_path": "../assets/gold.txt", "dest": "gold.txt"}
 
 # (task, field named in the message, fragment of the reason)
 MALFORMED: dict[str, tuple[dict[str, Any], str, str]] = {
@@ -97,6 +99,31 @@ MALFORMED: dict[str, tuple[dict[str, Any], str, str]] = {
         edited(LIST, "evaluator.expected.0", {"rules": {}}),
         "evaluator.expected[0].type",
         "required",
+    ),
+    "cloud_file with path and local_path": (
+        edited(BASE, "evaluator.expected", {**CLOUD, "local_path": "gold.txt"}),
+        "evaluator.expected",
+        'exactly one of "path" (a URL) and "local_path"',
+    ),
+    "cloud_file with neither": (
+        edited(BASE, "evaluator.expected", {"type": "cloud_file", "dest": "gold.txt"}),
+        "evaluator.expected",
+        "exactly one of",
+    ),
+    "cloud_file without dest": (
+        edited(BASE, "evaluator.expected", {"type": "cloud_file", "local_path": "gold.txt"}),
+        "evaluator.expected.dest",
+        "required field is missing",
+    ),
+    "cloud_file local_path a URL": (
+        edited(BASE, "evaluator.expected", {**LOCAL, "local_path": "https://h/gold.txt"}),
+        "evaluator.expected.local_path",
+        "expected a host path, got the URL",
+    ),
+    "cloud_file multi local_path not a list": (
+        edited(LIST, "evaluator.expected.1", {**LOCAL, "multi": True, "dest": ["g"]}),
+        "evaluator.expected[1].local_path",
+        "a non-empty list of non-empty strings",
     ),
     "list options a dict": (edited(LIST, "evaluator.options", {}), "evaluator.options", "list"),
     "list options entry": (edited(LIST, "evaluator.options.1", 3), "evaluator.options[1]", "got 3"),
@@ -202,6 +229,13 @@ def test_valid_variants_are_accepted() -> None:
         edited(LIST, "evaluator.expected", []),  # OSWorld reads [] as "no expected values"
         edited(LIST, "evaluator.options", DELETE),
         {"id": "x", "instruction": "Give up.", "evaluator": {"func": "infeasible"}},
+        edited(BASE, "evaluator.expected", CLOUD),
+        edited(BASE, "evaluator.expected", LOCAL),  # a host file beside the task
+        edited(
+            LIST,
+            "evaluator.expected.1",
+            {**LOCAL, "multi": True, "local_path": ["a", "b"], "dest": ["a", "b"], "gives": [1]},
+        ),
     ]
     tasks = load_tasks([edited(v, "id", f"t{i}") for i, v in enumerate(variants)])
     assert len(tasks) == len(variants)

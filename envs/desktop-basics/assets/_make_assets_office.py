@@ -1,10 +1,13 @@
 """Generate the office assets of the desktop-basics suite (Calc, Writer and Impress tasks).
 
 Run from anywhere: ``python envs/desktop-basics/assets/_make_assets_office.py``. It writes,
-for each task, ``assets/<task id>/<document>`` (the file the task opens) and, where the task
-needs a reference that differs from the document, ``assets/<task id>/expected_<document>``
-(the file the task uploads into the hidden ``~/.expected/`` folder; tasks whose reference is
-the unchanged document upload the document there instead).
+for each task, ``assets/<task id>/<document>`` (the file the task uploads and opens) and
+``assets/<task id>/expected_<document>``, the reference its evaluator compares the saved
+document with. References stay on the host: the task reads them with a ``cloud_file`` getter's
+``local_path`` and never uploads them, so an agent cannot copy or edit its answer key. A task
+whose reference is the unchanged document (its metric checks a property the reference cannot
+show, and that the data stayed) gets its own copy all the same, so no uploaded file is ever a
+reference.
 
 Documents are built with openpyxl / python-docx / python-pptx, and so are the Calc and Writer
 references: their metrics compare cell values, paragraph texts and line spacing, which do not
@@ -120,13 +123,13 @@ def save_book(book: openpyxl.Workbook, path: Path) -> None:
 
 def calc_task(task_id: str, name: str, book: Callable[[], openpyxl.Workbook],
               change: Callable[[openpyxl.Workbook], None] | None) -> None:
-    """Write the document and, when ``change`` is given, the expected book after it."""
+    """Write the document and the expected book: after ``change``, or as it is without one."""
     folder = task_dir(task_id)
     save_book(book(), folder / name)
+    expected = book()
     if change is not None:
-        expected = book()
         change(expected)
-        save_book(expected, folder / f"expected_{name}")
+    save_book(expected, folder / f"expected_{name}")
 
 
 SALES = [
@@ -286,12 +289,13 @@ def save_document(document: docx.Document, path: Path) -> None:
 
 def writer_task(task_id: str, name: str, paragraphs: list[str],
                 change: Callable[[docx.Document], None] | None) -> None:
+    """Write the document and the expected one: after ``change``, or as it is without one."""
     folder = task_dir(task_id)
     save_document(new_document(paragraphs), folder / name)
+    expected = new_document(paragraphs)
     if change is not None:
-        expected = new_document(paragraphs)
         change(expected)
-        save_document(expected, folder / f"expected_{name}")
+    save_document(expected, folder / f"expected_{name}")
 
 
 STATUS = [

@@ -3,8 +3,9 @@
 Run from anywhere: ``python envs/desktop-basics/assets/_make_assets_system.py``. The output is
 deterministic (fixed seeds, fixed zip timestamps), so running it again leaves the committed
 files unchanged. Each task's files go to ``assets/<task id>/``; files named ``*_expected*`` are
-reference files that the tasks upload into a hidden folder (``~/.expected/``) for their
-evaluators. The script prints the numbers that task instructions and oracles rely on.
+the references its evaluator compares with. They stay on the host (a ``cloud_file`` getter's
+``local_path``) and are never uploaded into the desktop, where an agent could copy or edit its
+answer key. The script prints the numbers that task instructions and oracles rely on.
 """
 
 from __future__ import annotations
