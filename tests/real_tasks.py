@@ -1,29 +1,25 @@
 """OSWorld's own task files, read at test time from shared/osworld_tasks (never copied here).
 
-The folder sits beside the repository (``<repo>/../shared/osworld_tasks``), as in the
-developers' and CI's checkouts. Tests that run real tasks skip, saying why, where it is absent.
+Where the folder is comes from ``osworld_data`` (beside the checkout, as in the developers' and
+CI's checkouts). Tests that run real tasks skip, saying why, where it is absent.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
-import pytest
+from osworld_data import require_osworld_tasks
 
 from osworld_gym.env import OSWorldEnv
 
-OSWORLD_TASKS = Path(__file__).resolve().parents[1].parent / "shared" / "osworld_tasks"
 SCREEN = (1280, 720)
 
 
 def real_task(domain: str, task_id: str) -> dict[str, Any]:
     """The task file ``examples/<domain>/<task_id>.json`` (an id prefix is enough)."""
-    folder = OSWORLD_TASKS / "examples" / domain
-    if not folder.is_dir():
-        pytest.skip(f"OSWorld's task files are not at {OSWORLD_TASKS}")
+    folder = require_osworld_tasks() / "examples" / domain
     matches = sorted(folder.glob(f"{task_id}*.json"))
     assert len(matches) == 1, f"{domain}/{task_id}: {len(matches)} task files match"
     return json.loads(matches[0].read_text())

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from osworld_data import OSWORLD_TASKS, needs_osworld_tasks
 
 from osworld_gym.downloads import AssetCache
 from osworld_gym.errors import GuestUnreachableError
@@ -30,7 +31,6 @@ from osworld_gym.runnable import (
 from osworld_gym.tasks import Task, load_tasks
 from osworld_gym.tasks.requirements import task_assets, task_requirements
 
-OSWORLD_TASKS = Path(__file__).resolve().parents[1].parent / "shared" / "osworld_tasks"
 GOLD = "https://h.example/gold.txt"
 
 
@@ -280,7 +280,7 @@ def test_report_table_and_json(cache: AssetCache) -> None:
     assert total == ["all", "2", "2", "1", "1", "1", "1", "1"]
 
 
-@pytest.mark.skipif(not OSWORLD_TASKS.is_dir(), reason="shared OSWorld task data not found")
+@needs_osworld_tasks
 def test_real_osworld_tasks_on_the_local_provider() -> None:
     tasks = load_tasks(OSWORLD_TASKS)
     report = runnable_report(tasks, LocalCommandProbe(), AssetCache.default(), "local")

@@ -7,11 +7,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from osworld_data import OSWORLD_TASKS, needs_osworld_tasks
 
 from osworld_gym.support import support_report, task_support
 from osworld_gym.tasks import Task, load_tasks
-
-OSWORLD_TASKS = Path(__file__).resolve().parents[1].parent / "shared" / "osworld_tasks"
 
 
 def _task(**evaluator: object) -> Task:
@@ -44,7 +43,7 @@ def test_support_of_single_tasks() -> None:
     assert any("Google account" in lack for lack in task_support(chrome).lacks)
 
 
-@pytest.mark.skipif(not OSWORLD_TASKS.is_dir(), reason="shared OSWorld task data not found")
+@needs_osworld_tasks
 def test_report_over_osworld_tasks() -> None:
     report = support_report(load_tasks(OSWORLD_TASKS))
     assert len(report) == 369

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import pytest
 from conftest import osworld_gym
+from osworld_data import OSWORLD_TASKS, needs_osworld_tasks
 
 from osworld_gym import load_tasks
-
-OSWORLD_TASKS = Path(__file__).resolve().parents[2].parent / "shared" / "osworld_tasks"
 
 
 def test_suites_and_lists() -> None:
@@ -38,7 +35,7 @@ def test_errors_name_what_is_wrong() -> None:
     assert no_id.returncode == 2 and "TASK_ID" in no_id.stderr
 
 
-@pytest.mark.skipif(not OSWORLD_TASKS.is_dir(), reason="shared OSWorld task data not found")
+@needs_osworld_tasks
 def test_support_report_over_osworld_tasks() -> None:
     report = osworld_gym("tasks", "report", str(OSWORLD_TASKS), "--domain", "os")
     assert report.returncode == 0

@@ -6,11 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from conftest import osworld_gym
 from http_helpers import Served, file_server
-
-OSWORLD_TASKS = Path(__file__).resolve().parents[2].parent / "shared" / "osworld_tasks"
+from osworld_data import OSWORLD_TASKS, needs_osworld_tasks
 
 
 def write_tasks(folder: Path, base: str) -> None:
@@ -88,7 +86,7 @@ def test_fetch_of_an_unknown_source_fails_clearly(tmp_path: Path) -> None:
     assert done.returncode == 2 and "Traceback" not in done.stderr
 
 
-@pytest.mark.skipif(not OSWORLD_TASKS.is_dir(), reason="shared OSWorld task data not found")
+@needs_osworld_tasks
 def test_report_over_the_real_tasks_on_local(tmp_path: Path) -> None:
     args = ("tasks", "report", str(OSWORLD_TASKS), "--provider", "local")
     done = osworld_gym(*args, "--json", "--cache", str(tmp_path / "empty"))

@@ -16,6 +16,7 @@ from typing import Any
 
 import osworld_ref
 import pytest
+from osworld_data import OSWORLD_TASKS, needs_osworld_tasks
 
 from osworld_gym.downloads import AssetCache
 from osworld_gym.errors import EvaluatorError, GuestHTTPError
@@ -258,15 +259,12 @@ def test_same_media_as_osworld(
     assert read(ours) == read(theirs(None, dict(config)))
 
 
-# --- a real OSWorld task's evaluator (read at test time from ../shared/osworld_tasks) ----------
+# --- a real OSWorld task's evaluator (read at test time from OSWorld's task folder) -----------
 
-TASK = (
-    Path(__file__).parents[3]
-    / "shared/osworld_tasks/examples/libreoffice_impress/c59742c0-4323-4b9d-8a02-723c251deaa0.json"
-)
+TASK = OSWORLD_TASKS / "examples/libreoffice_impress/c59742c0-4323-4b9d-8a02-723c251deaa0.json"
 
 
-@pytest.mark.skipif(not TASK.is_file(), reason=f"OSWorld task file not at {TASK}")
+@needs_osworld_tasks
 def test_osworld_task_audio_in_slide_scores_like_osworld(tmp_path: Path) -> None:
     pytest.importorskip("librosa")
     import json

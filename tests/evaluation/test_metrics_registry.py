@@ -6,14 +6,13 @@ import collections
 import doctest
 import importlib
 import json
-import os
 import pkgutil
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+from osworld_data import OSWORLD_TASKS, needs_osworld_tasks
 
 import osworld_gym.evaluation.metrics as metrics_pkg
 from osworld_gym.errors import DependencyNotInstalled, EvaluatorError
@@ -26,10 +25,6 @@ from osworld_gym.evaluation.metrics import (
     unsupported_options,
 )
 from osworld_gym.evaluation.metrics._rules import match_value_to_rule
-
-TASKS_DIR = Path(
-    os.environ.get("OSWORLD_TASKS_DIR", Path(__file__).parents[3] / "shared" / "osworld_tasks")
-)
 
 # What this package implements: issue 4's required metrics plus the cheap file/command ones.
 REQUIRED = {
@@ -127,14 +122,14 @@ def test_infeasible_is_not_a_metric() -> None:
 
 def _task_metric_uses() -> collections.Counter[str]:
     uses: collections.Counter[str] = collections.Counter()
-    for path in TASKS_DIR.glob("examples*/**/*.json"):
+    for path in OSWORLD_TASKS.glob("examples*/**/*.json"):
         task = json.loads(path.read_text(encoding="utf-8"))
         func = task.get("evaluator", {}).get("func")
         uses.update(func if isinstance(func, list) else [func])
     return uses
 
 
-@pytest.mark.skipif(not TASKS_DIR.is_dir(), reason=f"OSWorld task files not at {TASKS_DIR}")
+@needs_osworld_tasks
 def test_claimed_metrics_are_the_names_real_tasks_use() -> None:
     uses = _task_metric_uses()
     for name in sorted(REQUIRED | EXTRA | FILE_CHECKS | CHROME | MEDIA | CODE):
@@ -147,13 +142,13 @@ def test_claimed_metrics_are_the_names_real_tasks_use() -> None:
     assert covered / scored > 0.6
 
 
-@pytest.mark.skipif(not TASKS_DIR.is_dir(), reason=f"OSWorld task files not at {TASKS_DIR}")
+@needs_osworld_tasks
 def test_compare_table_and_pptx_options_used_by_tasks_are_understood() -> None:
     from osworld_gym.evaluation.metrics._pptx_compare import PptxOptions
 
     known_pptx = {f"examine_{f}" for f in PptxOptions.__dataclass_fields__}
     known_pptx |= {"approximately_tolerance", "_note"}
-    for path in TASKS_DIR.glob("examples*/**/*.json"):
+    for path in OSWORLD_TASKS.glob("examples*/**/*.json"):
         evaluator = json.loads(path.read_text(encoding="utf-8"))["evaluator"]
         funcs = evaluator["func"] if isinstance(evaluator["func"], list) else [evaluator["func"]]
         options = evaluator.get("options") or {}

@@ -27,6 +27,7 @@ from osworld_client import (
     _to_wire,
     metric_modules,
 )
+from osworld_data import task_files
 
 from osworld_gym.errors import DependencyNotInstalled
 from osworld_gym.evaluation.metrics.registry import get_metric
@@ -247,9 +248,7 @@ def make_file(folder: Path, name: str, content: FileContent) -> Path | None:
     return path
 
 
-# --- OSWorld's task files -----------------------------------------------------------------
-
-OSWORLD_TASKS = Path(__file__).resolve().parents[2].parent / "shared" / "osworld_tasks"
+# --- OSWorld's task files (found by ``osworld_data``; none in a plain clone) -----------------
 
 
 def real_checks(func_name: str) -> list[tuple[str, dict[str, Any], dict[str, Any] | None, Any]]:
@@ -279,7 +278,7 @@ def _task_evaluators() -> tuple[tuple[str, dict[str, Any]], ...]:
     """(task id, evaluator) of every task file, read once per session."""
     return tuple(
         (path.stem, json.loads(path.read_text(encoding="utf-8"))["evaluator"])
-        for path in sorted(OSWORLD_TASKS.glob("examples/*/*.json"))
+        for path in task_files()
     )
 
 

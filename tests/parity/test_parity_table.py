@@ -27,6 +27,7 @@ from openpyxl.formatting.rule import CellIsRule, FormulaRule, Rule
 from openpyxl.styles import Font, PatternFill
 from openpyxl.styles.differential import DifferentialStyle
 from openpyxl.worksheet.datavalidation import DataValidation
+from osworld_data import needs_osworld_tasks
 from parity_harness import ABSENT, OSWorld, assert_same_score, real_checks
 
 pytestmark = pytest.mark.parity
@@ -559,6 +560,7 @@ def _sheet_print_real() -> list[Any]:
     return cases
 
 
+@needs_osworld_tasks  # its cases are OSWorld's rules only
 @pytest.mark.parametrize(("csv", "rule"), _sheet_print_real())
 def test_sheet_print_real(
     osworld: OSWorld, tmp_path: Path, csv: dict[str, str], rule: dict[str, Any]
@@ -1996,6 +1998,7 @@ def _city_cases() -> list[Any]:
     return cases
 
 
+@needs_osworld_tasks  # its cases are OSWorld's rules only
 @pytest.mark.parametrize(("result", "rules"), _city_cases())
 def test_compare_conference_city_in_order(
     osworld: OSWorld, tmp_path: Path, lo_books: dict[str, Path], result: Spec, rules: dict[str, Any]

@@ -10,17 +10,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-# OSWorld's task data lives beside the repository (../shared/osworld_tasks); tests read it in
-# place and never copy it into the project.
-OSWORLD_TASKS = Path(__file__).resolve().parents[2].parent / "shared" / "osworld_tasks"
-
-needs_osworld_data = pytest.mark.skipif(
-    not (OSWORLD_TASKS / "examples").is_dir(),
-    reason=f"OSWorld task data not found at {OSWORLD_TASKS} (the shared/ folder beside the repo)",
-)
-
 DELETE = object()
 """Value for :func:`edited` that removes the key instead of setting it."""
 

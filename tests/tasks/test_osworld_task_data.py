@@ -7,11 +7,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from tasks_support import OSWORLD_TASKS, needs_osworld_data
+from osworld_data import OSWORLD_TASKS, needs_osworld_tasks
 
 from osworld_gym.tasks import GetterSpec, Task, TaskSet, load_tasks
 
-pytestmark = needs_osworld_data
+pytestmark = needs_osworld_tasks
 
 UBUNTU_DOMAINS = {
     "chrome": 46,

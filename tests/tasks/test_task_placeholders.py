@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from tasks_support import OSWORLD_TASKS, needs_osworld_data
+from osworld_data import OSWORLD_TASKS, needs_osworld_tasks
 
 from osworld_gym.tasks import (
     PLACEHOLDERS,
@@ -62,7 +62,7 @@ def test_download_cache_name() -> None:
     assert download_cache_name(url, "C:\\Users\\User\\a.xlsx").endswith("_C:\\Users\\User\\a.xlsx")
 
 
-@needs_osworld_data
+@needs_osworld_tasks
 def test_placeholders_in_real_tasks_are_all_known() -> None:
     tasks = load_tasks(OSWORLD_TASKS)
     commands = [
@@ -76,7 +76,7 @@ def test_placeholders_in_real_tasks_are_all_known() -> None:
     assert not any(p in str(f) for f in filled for p in PLACEHOLDERS)
 
 
-@needs_osworld_data
+@needs_osworld_tasks
 def test_real_download_steps_have_cache_names() -> None:
     tasks = load_tasks(OSWORLD_TASKS / "test_small.json")
     names = {

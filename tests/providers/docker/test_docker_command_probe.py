@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
+from osworld_data import OSWORLD_TASKS, needs_osworld_tasks
 
 from osworld_gym.downloads import AssetCache
 from osworld_gym.providers.command_probe import DockerImageProbe
 from osworld_gym.runnable import format_runnable_report, runnable_report
 from osworld_gym.tasks import load_tasks
-
-OSWORLD_TASKS = Path(__file__).resolve().parents[4] / "shared" / "osworld_tasks"
 
 
 def test_the_image_is_asked_with_command_v(guest_image: str) -> None:
@@ -20,7 +18,7 @@ def test_the_image_is_asked_with_command_v(guest_image: str) -> None:
     assert result.present == {"sh": True, "python": True, "osworld-gym-no-such-cmd": False}
 
 
-@pytest.mark.skipif(not OSWORLD_TASKS.is_dir(), reason="shared OSWorld task data not found")
+@needs_osworld_tasks
 def test_the_real_tasks_report_on_docker(guest_image: str, tmp_path: Path) -> None:
     tasks = load_tasks(OSWORLD_TASKS)
     probe = DockerImageProbe(guest_image)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from desktop_helpers import run_episode
+from osworld_data import require_osworld_tasks
 from PIL import Image
 
 from osworld_gym.actions import Done, Hotkey, TypeText, Wait
@@ -18,7 +19,6 @@ from osworld_gym.providers.docker_provider import DockerProviderConfig
 from osworld_gym.tasks.placeholders import download_cache_name
 
 SCREEN = (1280, 720)  # the oracles' coordinates are for this size
-OSWORLD_TASKS = Path(__file__).resolve().parents[4] / "shared" / "osworld_tasks"
 RESTORE_FROM_TRASH = "5ea617a3-0e86-4ba6-aab2-dac9aa2e8d57"  # os: recover a poster from Trash
 POSTER = "poster_party_night.webp"
 
@@ -54,10 +54,8 @@ def test_libreoffice_task_in_a_container(bundled_env: OSWorldEnv) -> None:
 
 
 def _osworld_task(task_id: str) -> dict:
-    matches = list(OSWORLD_TASKS.glob(f"examples/*/{task_id}.json"))
-    if not matches:
-        pytest.skip(f"OSWorld's task data is not at {OSWORLD_TASKS}")
-    return json.loads(matches[0].read_text())
+    (match,) = require_osworld_tasks().glob(f"examples/*/{task_id}.json")
+    return json.loads(match.read_text())
 
 
 def test_osworld_task_with_cached_download_scores_one(guest_image: str, tmp_path: Path) -> None:
