@@ -48,6 +48,17 @@ class DesktopDiedError(ProviderError):
         super().__init__(message)
 
 
+class DesktopLimitError(DesktopDiedError):
+    """A desktop ran into one of its limits (memory, processes): its own excess, not the host's.
+
+    Reported like a dead component (``component`` is ``"limits"``): the episode ends as an
+    infrastructure fault and the next reset starts the desktop clean.
+    """
+
+    def __init__(self, detail: str) -> None:
+        super().__init__("limits", None, detail)
+
+
 # --- guest protocol -------------------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ import http.server
 import re
 import socket
 import threading
+import urllib.parse
 from dataclasses import dataclass, field
 
 
@@ -104,3 +105,10 @@ def loopback_server(
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+def port_of(url: str) -> int:
+    """The port of a ``loopback_server`` URL: a desktop on a private network is given it."""
+    port = urllib.parse.urlsplit(url).port
+    assert port is not None, url
+    return port

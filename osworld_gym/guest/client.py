@@ -119,11 +119,21 @@ class SharedFrames:
         host_dir: The folder as this process sees it (e.g. ``/proc/<guest>/root/dev/shm``).
         guest_dir: The same folder as the guest sees it.
         limit: Files made at most (requests in flight beyond it go over HTTP).
+        owner: The guest's host uid and gid when they are not this process's (a desktop that
+            runs as a uid of its own): the files are handed to it, private to it.
     """
 
-    def __init__(self, host_dir: str, guest_dir: str, *, limit: int = 4) -> None:
+    def __init__(
+        self,
+        host_dir: str,
+        guest_dir: str,
+        *,
+        limit: int = 4,
+        owner: tuple[int, int] | None = None,
+    ) -> None:
         self.host_dir = host_dir
         self.guest_dir = guest_dir
+        self.owner = owner
         self._limit = limit
         self._lock = threading.Lock()
         self._free: list[_Segment] = []
@@ -160,6 +170,8 @@ class SharedFrames:
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(host_path, flags, 0o600)
         try:
+            if self.owner is not None:
+                os.fchown(fd, *self.owner)
             os.posix_fallocate(fd, 0, size)
             mapping = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
         except OSError:
@@ -186,6 +198,11 @@ class SharedFrames:
         """Delete every file (those in use are deleted too; their readers keep the memory)."""
         with self._lock:
             self._drop(self._all)
+
+    def names(self) -> set[str]:
+        """The file names of the segments made (a reset keeps these and nothing else)."""
+        with self._lock:
+            return {os.path.basename(segment.host_path) for segment in self._all}
 
 
 @dataclass(frozen=True)
@@ -413,19 +430,33 @@ class GuestClient:
             _header_list(headers, "X-Settle-Seen"),
         )
 
-    def share_frames(self, host_dir: str | None, guest_dir: str | None = None) -> None:
+    def share_frames(
+        self,
+        host_dir: str | None,
+        guest_dir: str | None = None,
+        owner: tuple[int, int] | None = None,
+    ) -> None:
         """Take raw screenshots through shared memory in ``host_dir`` (None: over HTTP only).
 
         For a guest on this host that has the ``screenshot.shm`` capability: the client makes
         files in ``host_dir``, which the guest sees as ``guest_dir`` (default: the same path),
         and the guest writes each raw frame into one of them (:class:`SharedFrames`). Any
         failure falls back to HTTP; after a few the client stops trying until the next call.
-        Files of an earlier folder are deleted.
+        Files of an earlier folder are deleted. ``owner``: see :class:`SharedFrames`.
         """
         if self._frames is not None:
             self._frames.close()
-        self._frames = None if host_dir is None else SharedFrames(host_dir, guest_dir or host_dir)
+        self._frames = (
+            None
+            if host_dir is None
+            else SharedFrames(host_dir, guest_dir or host_dir, owner=owner)
+        )
         self._frame_failures = 0
+
+    def shared_frame_names(self) -> set[str]:
+        """Names of the shared-memory frame files in use (empty without shared frames)."""
+        frames = self._frames
+        return set() if frames is None else frames.names()
 
     def _get_frame(
         self, params: dict[str, Any], timeout: float

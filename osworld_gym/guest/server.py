@@ -380,6 +380,33 @@ def serve(config: GuestConfig, ready: threading.Event | None = None) -> GuestHTT
     return server
 
 
+_PR_SET_DUMPABLE = 4  # prctl option (linux/prctl.h)
+
+
+def forbid_inspection() -> bool:
+    """Make this process non-dumpable, before it reads its token.
+
+    The desktop's programs run as the same user as the guest; a dumpable guest would let them
+    read the token from ``/proc/<guest>/mem`` or ``environ``, or ``ptrace`` it. A non-dumpable
+    process's ``/proc`` files belong to root and ``ptrace`` needs a capability the desktop
+    lacks; the programs the guest starts are dumpable again once they ``exec``.
+
+    Returns:
+        Whether it worked (False off Linux).
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        logging.getLogger(__name__).warning(
+            "could not make the guest non-dumpable: errno %d", ctypes.get_errno()
+        )
+        return False
+    return True
+
+
 def read_token(token_file: str | None = None, token_fd: int | None = None) -> str | None:
     """The shared token from a file, an inherited descriptor, or ``OSWORLD_GYM_GUEST_TOKEN``.
 
@@ -447,6 +474,7 @@ def parse_args(argv: list[str] | None = None, prog: str = "osworld-gym-guest") -
     args = parser.parse_args(argv)
     if not args.display:
         parser.error("no display: pass --display or set DISPLAY")
+    forbid_inspection()
     token = read_token(args.token_file, args.token_fd)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(name)s %(message)s")
     return GuestConfig(

@@ -38,19 +38,34 @@ from typing import Any
 
 from Xlib.error import ConnectionClosedError, XError
 
-from osworld_gym.errors import DesktopDiedError, GuestError, ProviderError
-from osworld_gym.guest.capture import SEGMENT_PREFIX
+from osworld_gym.errors import DesktopDiedError, DesktopLimitError, GuestError, ProviderError
 from osworld_gym.guest.client import ClientConfig
-from osworld_gym.providers import processes, sandbox
+from osworld_gym.providers import processes, sandbox, x_state
 from osworld_gym.providers.base import Desktop, Provider, ProviderConfig
 from osworld_gym.providers.desktop_bin import install_wrappers
+from osworld_gym.providers.desktop_environment import passed_through, search_path
+from osworld_gym.providers.desktop_identity import HostIdentity
+from osworld_gym.providers.desktop_limits import (
+    DesktopCgroups,
+    DesktopLimits,
+    can_mount_capped,
+    disk_full,
+    mount_capped,
+    remove_stale_groups,
+)
 from osworld_gym.providers.home_skeleton import write_default_home
+from osworld_gym.providers.netns import PortForwarder
 from osworld_gym.providers.ports import PortReservation, reserve_port
 from osworld_gym.providers.services import OSWORLD_SERVICE_PORTS, port_environment, service_urls
+from osworld_gym.providers.x_auth import XCookie, admit_launcher
 
 logger = logging.getLogger(__name__)
 
 _LOG_TAIL_LINES = 15
+NETWORKS = ("private", "host")  # LocalProviderConfig.network
+# Where a sandboxed desktop's programs can write (so never on their PATH).
+_WRITABLE_INSIDE = (sandbox.DESKTOP_HOME, "/tmp", "/var/tmp", "/run/user", "/dev/shm",
+                    f"{sandbox.STATE_MOUNT}/{sandbox.GUEST_STATE}")  # fmt: skip
 _HOST_TEMP = ("/tmp/", "/var/tmp/")  # where apps without a sandbox may leave sockets
 _AT_SPI_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 # The host's tmpfs for shared memory: the frame files of desktops without a sandbox live in a
@@ -83,6 +98,16 @@ class LocalProviderConfig(ProviderConfig):
         shared_frames: Hand raw screenshots over through shared memory (files on a tmpfs that
             the guest writes and the client reads, :class:`osworld_gym.guest.client.SharedFrames`)
             instead of the guest's HTTP answer. False: over HTTP, as for a remote guest.
+        network: ``"private"``: a sandboxed desktop has a network namespace of its own, with a
+            loopback of its own and nothing of the host's (its services, other desktops); the
+            driver reaches the guest and OSWorld's service ports through a relay
+            (:mod:`osworld_gym.providers.netns`). No internet inside. ``"host"``: the desktop
+            shares the host's network, internet and loopback services included.
+        host_ports: Ports of the host's loopback that a private network's desktop may reach
+            at the same port on its own loopback (a page server for its browser in a test).
+        limits: Memory, process and disk limits of each desktop
+            (:mod:`osworld_gym.providers.desktop_limits`); hitting one ends the episode as an
+            infrastructure fault (:class:`~osworld_gym.errors.DesktopLimitError`).
     """
 
     window_manager: tuple[str, ...] = ("openbox", "--sm-disable")
@@ -97,6 +122,9 @@ class LocalProviderConfig(ProviderConfig):
     sudo_password: str = "password"
     reap_leftovers: bool = True
     shared_frames: bool = True
+    network: str = "private"
+    host_ports: tuple[int, ...] = ()
+    limits: DesktopLimits = DesktopLimits()
 
 
 class LocalProvider(Provider):
@@ -109,6 +137,7 @@ class LocalProvider(Provider):
         self.config: LocalProviderConfig
         if self.config.reap_leftovers:
             remove_leftovers(self.config.work_dir)
+            remove_stale_groups()
 
     def _launch_impl(self) -> LocalDesktop:
         return LocalDesktop(self.config)
@@ -149,8 +178,12 @@ def _teardown(
     reaper: subprocess.Popen[bytes] | None,
     ports: list[PortReservation],
     namespaces: list[sandbox.Namespaces],
+    forwarders: list[PortForwarder],
+    cgroups: DesktopCgroups,
 ) -> None:
     """Stop every process of a desktop and delete its folders (also run by the GC finalizer)."""
+    while forwarders:
+        forwarders.pop().close()
     _stop_sandbox(procs)
     processes.kill_marked(marker, timeout=3.0)
     while namespaces:
@@ -159,6 +192,7 @@ def _teardown(
         reservation.release()
     for proc in procs.values():
         _reap(proc)
+    cgroups.remove()
     if reaper is not None:
         if reaper.stdin is not None:
             reaper.stdin.close()
@@ -220,6 +254,9 @@ def _reap(proc: subprocess.Popen[bytes], timeout: float = 1.0) -> None:
 
 
 _SERVING_STATES = ("R", "S", "D")  # running or sleeping; not stopped ("T"), not a zombie
+_STOPPED_STATES = ("T", "t")  # stopped by a signal, or by a tracer
+# Seconds a dead component's predecessors get to show they died first (see _check_impl).
+_CAUSE_GRACE = 0.3
 _WM_ANSWER_SECONDS = 2.0  # a kept window manager that takes longer to answer is replaced
 _WM_PROBE_REPEAT = 0.05  # seconds between requests while a window manager does not answer
 # Root-window properties that a window manager keeps and a task can change (EWMH desktops).
@@ -440,6 +477,17 @@ class LocalDesktop(Desktop):
         self.marker = uuid.uuid4().hex
         self._bwrap = sandbox.require_bwrap() if config.sandbox else None
         self.root = processes.make_owned_folder(parent=config.work_dir, marker=self.marker)
+        self._disk_capped = config.limits.disk_bytes is not None and can_mount_capped()
+        if self._disk_capped:
+            # Everything the desktop writes lives here: a full disk is the desktop's alone.
+            record = processes.read_owner(self.root)
+            try:
+                mount_capped(self.root, config.limits.disk_bytes)
+            except OSError:
+                processes.remove_tree(self.root)
+                raise
+            if record is not None:  # the mount hides the first one
+                processes.write_owner(self.root, record)
         # Shared frame files of a desktop without a sandbox (the host's /dev/shm is theirs).
         self.frames_dir: Path | None = None
         if config.shared_frames and not config.sandbox and os.access(_SHM, os.W_OK | os.X_OK):
@@ -462,17 +510,34 @@ class LocalDesktop(Desktop):
             )
             self.folders.create()
             install_wrappers(self.state_dir / "bin")
-            # This Python's own files (a venv or checkout under /home or /tmp), for the guest.
+            self._hidden = sandbox.hidden_folders(sandbox.driver_folders())
+            # This Python's own files (a venv or checkout under /home or /root), for the guest.
             python = Path(config.python or sys.executable)
             self._keep_visible = sandbox.hidden_paths(
-                [*sys.path, sys.prefix, sys.base_prefix, str(python.parent.parent)]
+                [
+                    *sys.path,
+                    sys.prefix,
+                    sys.base_prefix,
+                    str(python.parent.parent),
+                    *sandbox.package_folders(),
+                ],
+                self._hidden,
             )
+            self._masked = sandbox.answer_folders()
         else:
             self.runtime_dir = _runtime_dir(self.root, self.marker)
             self.folders = None
+            self._hidden = ()
             self._keep_visible = ()
+            self._masked = ()
             self.state_dir.mkdir(mode=0o700)
             self.tmp_dir.mkdir(mode=0o700)
+        # Who the desktop's programs are on the host: set once its ports are reserved.
+        self.identity = HostIdentity(os.getuid(), os.getgid(), dedicated=False)
+        # The X server takes this desktop's programs (XAUTHORITY) and the launcher only.
+        self._x_cookie = XCookie()
+        self._x_server_auth = self.root / "x-server.auth"  # never shown to the desktop
+        self.xauthority = self.state_dir / "Xauthority"
         self.display = ""
         self._dbus_address = ""
         self._port = 0
@@ -481,11 +546,19 @@ class LocalDesktop(Desktop):
         # Each sandboxed component's bwrap chain, (PID, start time) outermost first, once it
         # reached the program: finding it scans every process on the host for each link.
         self._chains: dict[str, list[tuple[int, str | None]]] = {}
+        # The X server's state when the desktop was new (None until then): resets restore it.
+        self._x_fresh: x_state.XServerState | None = None
         # What the window manager showed when new (None until one runs).
         self._wm_state: _WindowManagerState | None = None
         self._service_ports: list[PortReservation] = []
         # The sandbox's namespaces while its init runs (a list: the finalizer closes them).
         self._namespaces: list[sandbox.Namespaces] = []
+        if config.network not in NETWORKS:
+            raise ProviderError(f"network must be one of {NETWORKS}, not {config.network!r}")
+        # A network of its own needs a sandbox; the relay to it lives while its init does.
+        self.private_network = config.network == "private" and self.folders is not None
+        self._forwarders: list[PortForwarder] = []
+        self._cgroups = DesktopCgroups.create(self.marker, config.limits)
         self._reaper = self._start_reaper()
         self._finalizer = weakref.finalize(
             self,
@@ -496,11 +569,28 @@ class LocalDesktop(Desktop):
             self._reaper,
             self._service_ports,
             self._namespaces,
+            self._forwarders,
+            self._cgroups,
         )
         try:
             # OSWorld's fixed service ports (Chrome's debugging port, CDP, VLC) get ports of
-            # this desktop's own: desktops share the host's network.
+            # this desktop's own, the same inside and on the host (a private network's relay
+            # forwards each to its number), so desktops can share the host's network.
             self._service_ports.extend(reserve_port() for _ in OSWORLD_SERVICE_PORTS)
+            if self.private_network:
+                # The guest's, relayed the same way; the last reservation (see guest_port).
+                self._service_ports.append(reserve_port())
+            if self.folders is not None:
+                # A reserved port is unique among the host's live desktops: so is the uid.
+                self.identity = HostIdentity.for_desktop(self._service_ports[0].port)
+                for folder in self.folders.desktops_own:
+                    self.identity.hand_over(folder)
+                closed = self.identity.unreachable(self._keep_visible)
+                if closed:
+                    raise ProviderError(
+                        f"the desktop runs as an unprivileged uid and cannot open {closed} "
+                        "(this Python's files): make them readable by all (chmod o+rX)"
+                    )
             self._restart_everything()
         except BaseException:
             self.close()
@@ -536,7 +626,11 @@ class LocalDesktop(Desktop):
         """This desktop's own port for each of OSWorld's services (by service name)."""
         return {
             name: reservation.port
-            for name, reservation in zip(OSWORLD_SERVICE_PORTS, self._service_ports, strict=True)
+            for name, reservation in zip(
+                OSWORLD_SERVICE_PORTS,
+                self._service_ports[: len(OSWORLD_SERVICE_PORTS)],
+                strict=True,
+            )
         }
 
     @property
@@ -605,23 +699,54 @@ class LocalDesktop(Desktop):
         A sandboxed component's handle is the ``bwrap`` that carries it, which exits as soon as
         the program inside does (with its status). When one is found dead, the first dead one in
         ``CORE`` order is named: the X server can finish dying between its poll and a later
-        one's, and its clients (the window manager) exit the moment it does; the error names
-        the cause, not a consequence.
+        one's, and its clients (the window manager) exit the moment it does, even before the
+        server's own exit is complete; so the earlier ones get a moment
+        (:data:`_CAUSE_GRACE`) to show they died too. The error names the cause, not a
+        consequence.
         """
         for name in self.CORE:
             proc = self._procs.get(name)
             if proc is not None and proc.poll() is not None:
-                cause = next(
-                    (
-                        earlier
-                        for earlier in self.CORE[: self.CORE.index(name)]
-                        if (handle := self._procs.get(earlier)) is not None
-                        and handle.poll() is not None
-                    ),
-                    name,
-                )
+                cause = self._earlier_dead(name)
                 died = self._procs[cause]
                 raise DesktopDiedError(cause, died.returncode, self._log_tail(cause))
+        stopped = self._stopped_component()
+        if stopped is not None:
+            raise DesktopDiedError(stopped, None, "stopped (SIGSTOP or a tracer): not answering")
+        hits = self._cgroups.hits()
+        if self._disk_capped and disk_full(self.root):
+            hits.append(f"disk full: the desktop wrote {self.config.limits.disk_bytes} bytes")
+        if hits:
+            raise DesktopLimitError("; ".join(hits))
+
+    def _earlier_dead(self, name: str) -> str:
+        """The first component before ``name`` in ``CORE`` that is dead too, else ``name``."""
+        earlier = [n for n in self.CORE[: self.CORE.index(name)] if n in self._procs]
+        deadline = time.monotonic() + _CAUSE_GRACE
+        while True:
+            for candidate in earlier:
+                if self._procs[candidate].poll() is not None:
+                    return candidate
+            if not earlier or time.monotonic() >= deadline:
+                return name
+            time.sleep(0.01)
+
+    def _stopped_component(self) -> str | None:
+        """The first core component whose program is stopped, or None.
+
+        A stopped process is alive to ``poll()`` but answers nothing: a guest stopped by a
+        desktop program (``kill -STOP``) would otherwise be found only after the client's
+        timeouts and retries, minutes later.
+        """
+        for name in self.CORE:
+            if name in self._procs and name != "sandbox":
+                try:
+                    pid = self.component_pid(name)
+                except (KeyError, IndexError):
+                    continue
+                if processes.state(pid) in _STOPPED_STATES:
+                    return name
+        return None
 
     def _quick_check_impl(self) -> None:
         self._check_impl()  # polls of process handles: cheap enough for every observation
@@ -684,10 +809,18 @@ class LocalDesktop(Desktop):
             _reap(self._procs.pop(name))
         self._restore_home()
         self._empty_temp_folders()
-        if "guest" in self._procs and self._sandboxed("guest"):
-            self._empty_guest_shm()
-        (self.state_dir / "guest" / "wallpaper").unlink(missing_ok=True)
+        for component in ("guest", "wm"):
+            if component in self._procs and self._sandboxed(component):
+                self._empty_kept_shm(component)
+        # The guest's folder (its wallpaper record, scripts, recordings) and the runtime
+        # folder (the session bus restarts below): nothing an episode left there stays.
+        _empty_folder(self._guest_state)
+        _empty_folder(self.runtime_dir)
         _reset_x_state(conn)
+        if self._x_fresh is not None:
+            left = x_state.restore(conn, self._x_fresh)
+            if left:  # a new X server is the bounded fallback (see _reset_impl)
+                raise ProviderError(f"the X server's {', '.join(left)} could not be restored")
         self._start_session(restart_guest="guest" not in self._procs, keep_wm=keep_wm, conn=conn)
 
     def _host_sockets(self, exclude: list[int]) -> set[str]:
@@ -726,11 +859,25 @@ class LocalDesktop(Desktop):
             _reap(self._procs.pop(name))
         self._restore_home()
         self._empty_temp_folders()
+        self._x_fresh = None
         self._start_xvfb()
         self._start_sandbox()
         self._start_session(restart_guest=True)
+        self._x_fresh = self._read_x_state()
+
+    def _read_x_state(self) -> x_state.XServerState:
+        """The X server's state now (what a light reset restores; see x_state)."""
+        from Xlib import display
+
+        conn = display.Display(self.display)
+        try:
+            return x_state.read(conn)
+        finally:
+            conn.close()
 
     def _guest_healthy(self) -> bool:
+        if processes.state(self.component_pid("guest")) in _STOPPED_STATES:
+            return False  # it would not answer: no need to wait for the client's timeouts
         try:
             self.client.info(refresh=True)
         except GuestError:
@@ -747,7 +894,8 @@ class LocalDesktop(Desktop):
     # --- start-up ------------------------------------------------------------------------
 
     def _env(self, component: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("DBUS_", "XDG_SESSION"))}
+        """The environment of a component: an allowlist of the driver's, and the desktop's own."""
+        env = passed_through(os.environ)
         inside = self._sandboxed(component)
         tmp = "/tmp" if inside else str(self.tmp_dir)
         env.update(
@@ -768,13 +916,14 @@ class LocalDesktop(Desktop):
         env.pop("NO_AT_BRIDGE", None)  # it would hide every app from the accessibility tree
         if self.display:
             env["DISPLAY"] = self.display
+            env["XAUTHORITY"] = self._inside(self.xauthority, component)
         if self._dbus_address:
             env["DBUS_SESSION_BUS_ADDRESS"] = self._dbus_address
         if inside:
             env.update(
                 USER=sandbox.DESKTOP_USER,
                 LOGNAME=sandbox.DESKTOP_USER,
-                PATH=f"{sandbox.BIN_MOUNT}:{env.get('PATH', os.defpath)}",
+                PATH=search_path(env.get("PATH"), _WRITABLE_INSIDE, first=sandbox.BIN_MOUNT),
                 OSWORLD_GYM_SUDO_PASSWORD=self.config.sudo_password,
             )
         env.update(port_environment(self.service_ports))
@@ -789,10 +938,21 @@ class LocalDesktop(Desktop):
             assert self.folders is not None and self._bwrap is not None
             join = None if name == "sandbox" else self._namespaces[0]
             argv = sandbox.wrap(
-                argv, self.folders, join=join, bwrap=self._bwrap, keep_visible=self._keep_visible
+                argv,
+                self.folders,
+                join=join,
+                bwrap=self._bwrap,
+                keep_visible=self._keep_visible,
+                identity=self.identity,
+                x_socket=f"{sandbox.X11_SOCKETS}/X{self.display.lstrip(':')}",
+                hidden=self._hidden,
+                masked=self._masked,
+                private_network=self.private_network,
             )
             if join is not None:
                 kwargs["pass_fds"] = (*kwargs.get("pass_fds", ()), *join.fds)  # type: ignore[misc]
+        # Into the desktop's control groups before anything else runs (desktop_limits).
+        argv = [*self._cgroups.enter_words(), *argv]
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
         try:
             proc = subprocess.Popen(
@@ -841,6 +1001,7 @@ class LocalDesktop(Desktop):
         write_default_home(self.home)
         if self.config.home_template:
             shutil.copytree(self.config.home_template, self.home, symlinks=True, dirs_exist_ok=True)
+        self.identity.hand_over(self.home, recursive=True)
 
     def _empty_temp_folders(self) -> None:
         """Empty the private ``/tmp`` and ``/var/tmp``, as a VM's revert would."""
@@ -856,20 +1017,26 @@ class LocalDesktop(Desktop):
                     keep.add(Path(sandbox.X11_SOCKETS).name)
                 _empty_folder(folder, keep=tuple(keep))
 
-    def _empty_guest_shm(self) -> None:
-        """Empty the /dev/shm of a kept sandboxed guest, but for the shared frame files.
+    @property
+    def _guest_state(self) -> Path:
+        """The guest server's folder (the one part of the state folder the desktop writes)."""
+        return self.state_dir / sandbox.GUEST_STATE
 
-        The apps the guest starts share it (Chromium leaves files there when killed); a new
-        guest gets an empty one of its own.
+    def _empty_kept_shm(self, component: str) -> None:
+        """Empty the /dev/shm of a kept sandboxed component (the guest's frame files stay).
+
+        The programs it starts share it (Chromium leaves files there when killed; a terminal
+        the window manager opened can write there); a new component gets an empty one.
         """
-        shm = Path(f"/proc/{self.component_pid('guest')}/root{_SHM}")
+        shm = Path(f"/proc/{self.component_pid(component)}/root{_SHM}")
         try:
             entries = list(shm.iterdir())
         except OSError as e:  # the guest is going away: its /dev/shm goes with it
             logger.debug("cannot list %s: %s", shm, e)
             return
+        frames = self.client.shared_frame_names() if component == "guest" else set()
         for entry in entries:
-            if entry.name.startswith(SEGMENT_PREFIX):
+            if entry.name in frames:
                 continue
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry, ignore_errors=True)
@@ -921,11 +1088,19 @@ class LocalDesktop(Desktop):
             # Without it the server resets whenever its last client leaves (the AT-SPI
             # launcher connects only briefly), dropping connections being opened then.
             "-noreset",
+            # Only this desktop's programs (the cookie) and the launcher (localuser) connect.
+            # (Its abstract socket stays: it is what keeps display numbers unique on the host,
+            # and clients such as python-xlib try it first.)
+            "-auth", str(self._x_server_auth),
         ]  # fmt: skip
+        self._x_cookie.write_server_file(self._x_server_auth)
         deadline = time.monotonic() + self.config.boot_timeout
         number = self._spawn_reporting("xvfb", lambda fd: [*argv, "-displayfd", str(fd)], deadline)
         self.display = f":{number}"
         self._record_x_server(number)
+        self._x_cookie.write_client_file(self.xauthority, self.display)
+        self.identity.hand_over(self.xauthority)
+        admit_launcher(self.display, self.xauthority)
 
     def _record_x_server(self, number: str) -> None:
         """Name the X server's lock and socket in the folder's ownership record.
@@ -960,7 +1135,14 @@ class LocalDesktop(Desktop):
             # Its namespaces are final once bubblewrap has started the init program.
             if len(chain) > 1 and processes.command_name(chain[-1]) not in (b"bwrap", None):
                 try:
-                    self._namespaces.append(sandbox.Namespaces.of(chain[-1]))
+                    self._namespaces.append(
+                        sandbox.Namespaces.of(
+                            chain[-1],
+                            user=not self.identity.dedicated,
+                            net=self.private_network,
+                        )
+                    )
+                    self._start_forwarder()
                     return
                 except OSError:  # gone meanwhile: the checks below say why
                     pass
@@ -968,6 +1150,16 @@ class LocalDesktop(Desktop):
             if time.monotonic() >= deadline:
                 raise ProviderError(f"sandbox not ready in time\n{self._log_tail('sandbox')}")
             time.sleep(0.01)
+
+    def _start_forwarder(self) -> None:
+        """Relay the guest's and OSWorld's service ports into the new private network."""
+        while self._forwarders:
+            self._forwarders.pop().close()
+        net = self._namespaces[0].net
+        if net is None:
+            return
+        inbound = tuple(reservation.port for reservation in self._service_ports)
+        self._forwarders.append(PortForwarder(net, inbound, tuple(self.config.host_ports)))
 
     def _start_session(
         self, *, restart_guest: bool = True, keep_wm: bool = False, conn: Any = None
@@ -1119,6 +1311,9 @@ class LocalDesktop(Desktop):
 
     def _start_guest(self, deadline: float) -> None:
         """Start the guest, on its previous port when it had one (clients stay valid)."""
+        if self.private_network:  # its own loopback: the relayed port is free there
+            self._spawn_guest(deadline, self._service_ports[-1].port)
+            return
         if self._port:
             try:
                 self._spawn_guest(deadline, self._port)
@@ -1132,7 +1327,7 @@ class LocalDesktop(Desktop):
         return self.desktop_path(path) if self._sandboxed(component) else str(path)
 
     def _spawn_guest(self, deadline: float, port: int) -> None:
-        port_file = self.state_dir / "port"
+        port_file = self._guest_state / "port"
         port_file.unlink(missing_ok=True)
         argv = [
             self.config.python or sys.executable,
@@ -1145,18 +1340,25 @@ class LocalDesktop(Desktop):
             "--port-file",
             self._inside(port_file, "guest"),
             "--state-dir",
-            self._inside(self.state_dir / "guest", "guest"),
+            self._inside(self._guest_state, "guest"),
             "--log-level",
             "WARNING",
         ]
         if self.config.official_guest:
             argv.append("--official")
+        token_fd = -1
         if self._token:
-            token_file = self.state_dir / "token"
-            token_file.write_text(self._token)
-            token_file.chmod(0o600)
-            argv += ["--token-file", self._inside(token_file, "guest")]
-        self._spawn("guest", argv)
+            # On a descriptor the guest reads and closes, never in a file or its environment,
+            # which the desktop's programs (same uid) could read.
+            token_fd, write_fd = os.pipe()
+            os.write(write_fd, self._token.encode())
+            os.close(write_fd)
+            argv += ["--token-fd", str(token_fd)]
+        try:
+            self._spawn("guest", argv, pass_fds=(token_fd,) if token_fd >= 0 else ())
+        finally:
+            if token_fd >= 0:
+                os.close(token_fd)
         while not port_file.exists():
             self._check_impl()
             if time.monotonic() >= deadline:
@@ -1177,7 +1379,8 @@ class LocalDesktop(Desktop):
             self.client.share_frames(None)
         elif self._sandboxed("guest"):
             root = f"/proc/{self.component_pid('guest')}/root"
-            self.client.share_frames(f"{root}{_SHM}", str(_SHM))
+            owner = (self.identity.uid, self.identity.gid) if self.identity.dedicated else None
+            self.client.share_frames(f"{root}{_SHM}", str(_SHM), owner=owner)
         elif self.frames_dir is not None:
             self.client.share_frames(str(self.frames_dir))
 

@@ -29,6 +29,7 @@ import shutil
 import signal
 import socket
 import stat
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
@@ -449,6 +450,7 @@ def remove_tree(folder: Path, timeout: float = _REMOVE_TIMEOUT) -> bool:
     at the same time, and entries an app made read-only need their folder's permission back.
     """
     deadline = time.monotonic() + timeout
+    unmount(folder)  # a desktop's size-capped disk (desktop_limits.mount_capped)
     while True:
         shutil.rmtree(folder, ignore_errors=True)
         if not os.path.lexists(folder):
@@ -458,6 +460,20 @@ def remove_tree(folder: Path, timeout: float = _REMOVE_TIMEOUT) -> bool:
             return False
         _make_writable(folder)
         time.sleep(0.05)
+
+
+def unmount(folder: Path) -> None:
+    """Detach a file system mounted at ``folder`` (its files go with it); nothing if none."""
+    try:
+        if not os.path.ismount(folder):
+            return
+    except OSError:
+        return
+    done = subprocess.run(
+        ["umount", "--lazy", str(folder)], capture_output=True, timeout=30, check=False
+    )
+    if done.returncode != 0:
+        logger.warning("cannot unmount %s: %s", folder, done.stderr.decode().strip())
 
 
 def _make_writable(folder: Path) -> None:

@@ -27,11 +27,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from osworld_gym.errors import ProviderError
+from osworld_gym.providers.desktop_identity import HostIdentity
 
 DESKTOP_HOME = "/home/user"  # OSWorld's user home, where task files point
 DESKTOP_USER = "user"  # OSWorld's user name ...
@@ -42,6 +45,8 @@ BIN_MOUNT = f"{STATE_MOUNT}/bin"  # the desktop's command wrappers, first on PAT
 CHROMIUM_PROGRAM = "/usr/lib/chromium/chromium"
 X11_SOCKETS = "/tmp/.X11-unix"  # the host's X sockets (Xvfb runs outside the sandbox)
 RUNTIME_MOUNT = f"/run/user/{DESKTOP_UID}"  # XDG_RUNTIME_DIR inside, as in a login session
+# The guest server's own folder in the state folder: the one part of it the desktop can write.
+GUEST_STATE = "guest"
 _INIT_DEV = ["--tmpfs", "/dev", "--dev-bind", "/dev/null", "/dev/null"]
 INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap; scripts/install_system_deps.sh)"
 
@@ -64,14 +69,39 @@ class SandboxFolders:
     state: Path
     runtime: Path
 
-    def create(self) -> None:
-        """Create the folders (private to this user)."""
-        for folder in (self.home, self.tmp, self.var_tmp, self.state, self.runtime):
+    def create(self, identity: HostIdentity | None = None) -> None:
+        """Create the folders, the desktop's own where it writes.
+
+        Args:
+            identity: Who the desktop's processes are on the host (None: this process). The
+                state folder stays this process's, readable but not writable by the desktop;
+                the others, and the guest's folder in it, are handed over to ``identity``.
+        """
+        self.state.mkdir(mode=0o755, parents=True, exist_ok=True)
+        self.state.chmod(0o755)  # whatever the umask made of it
+        for folder in self.desktops_own:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         # A shared-looking /tmp, as on any desktop: apps create their own folders in it.
         self.tmp.chmod(0o1777)
+        # The mount point of the X server's socket: open to the desktop, not writable by it.
+        x_sockets = self.tmp / Path(X11_SOCKETS).name
+        x_sockets.mkdir(mode=0o755, exist_ok=True)
+        x_sockets.chmod(0o755)
         self.var_tmp.chmod(0o1777)
         write_identity(self.state)
+        if identity is not None:
+            for folder in self.desktops_own:
+                identity.hand_over(folder)
+
+    @property
+    def guest_state(self) -> Path:
+        """The guest server's folder (recordings, temporary scripts), in the state folder."""
+        return self.state / GUEST_STATE
+
+    @property
+    def desktops_own(self) -> tuple[Path, ...]:
+        """The folders the desktop writes to (each emptied or restored by a reset)."""
+        return (self.home, self.tmp, self.var_tmp, self.runtime, self.guest_state)
 
 
 def _without(lines: list[str], name: str, number: int) -> list[str]:
@@ -106,6 +136,117 @@ def write_identity(state: Path) -> None:
         (state / name).write_text("\n".join(lines) + "\n")
 
 
+def _visible(paths: tuple[str, ...], hidden: tuple[str, ...]) -> list[str]:
+    """Arguments that show ``paths`` read-only over the hidden folders, reachable.
+
+    The folders bubblewrap makes between a hidden folder and a path (``/root/.pyenv/versions``
+    for a Python under ``/root``) get the usual ``0755``: made by root, they would be private
+    and a desktop running as its own uid could not reach the path.
+    """
+    words: list[str] = []
+    made: set[str] = set()
+    for path in paths:
+        root = next((folder for folder in hidden if _under(path, folder)), None)
+        if root is not None:
+            parent = Path(path).parent
+            between = [parent, *parent.parents]
+            for folder in reversed([str(f) for f in between if _under(str(f), root)]):
+                if folder != root and folder not in made:
+                    made.add(folder)
+                    words += ["--perms", "0755", "--dir", folder]
+        words += ["--ro-bind", path, path]
+    return words
+
+
+# Host folders a desktop sees empty (those that exist): other users' homes and root's, temp
+# folders, /run (the host's sockets: system bus, docker), mount points of other disks.
+HIDDEN_ROOTS = ("/home", "/root", "/tmp", "/var/tmp", "/run", "/mnt", "/media", "/srv")
+# Folders the desktop's apps need whole, never hidden even when the driver runs from one.
+_SYSTEM_FOLDERS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+                   "/opt", "/var", "/boot", "/proc", "/sys", "/dev")  # fmt: skip
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def hidden_folders(driver_folders: Sequence[str] = ()) -> tuple[str, ...]:
+    """The host folders a desktop sees empty: :data:`HIDDEN_ROOTS` and the driver's folders.
+
+    Args:
+        driver_folders: Where the driving program's files are (its working directory, its
+            script's folder, its ``HOME``): hidden too unless a system folder holds them, one
+            of them is a system folder's parent, or an already hidden folder holds them.
+    """
+    hidden = [root for root in HIDDEN_ROOTS if os.path.isdir(root)]
+    for raw in driver_folders:
+        if not raw or not os.path.isabs(raw) or not os.path.isdir(raw):
+            continue
+        path = os.path.realpath(raw)
+        if path == "/" or any(_under(path, root) for root in hidden):
+            continue
+        if any(_under(path, system) or _under(system, path) for system in _SYSTEM_FOLDERS):
+            continue
+        hidden.append(path)
+    return tuple(dict.fromkeys(hidden))
+
+
+def answer_folders() -> tuple[str, ...]:
+    """Folders of the host whose files hold answers: the bundled suites' task files and assets.
+
+    A desktop's Python needs its ``site-packages`` (or the checkout of an editable install)
+    shown, and the suites are installed beside the library (``osworld_gym_envs``): their
+    expected files and task JSONs (checks, rules) must be masked over it.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("osworld_gym_envs")
+    if spec is None or not spec.submodule_search_locations:
+        return ()
+    return tuple(os.path.realpath(folder) for folder in spec.submodule_search_locations)
+
+
+def package_folders() -> list[str]:
+    """Where ``osworld_gym`` itself is (an editable install keeps it off ``sys.path``)."""
+    import osworld_gym
+
+    return [os.path.dirname(os.path.realpath(osworld_gym.__file__))]
+
+
+def driver_folders() -> list[str]:
+    """The folders of the program driving the desktops: working directory, script, HOME."""
+    script = sys.argv[0] if sys.argv and sys.argv[0] else ""
+    folders = [os.getcwd(), os.path.expanduser("~")]
+    if os.path.isabs(script) or os.path.exists(script):
+        folders.append(os.path.dirname(os.path.abspath(script)))
+    return folders
+
+
+def hidden_paths(paths: list[str], hidden: tuple[str, ...] = HIDDEN_ROOTS) -> tuple[str, ...]:
+    """The existing ``paths`` that the sandbox would hide, outermost only.
+
+    A virtual environment under ``/home/<you>``, ``/root`` or ``/tmp``, an editable checkout
+    there, the user's site-packages: the desktop's Python (its guest server, pyautogui for
+    OSWorld's ``python -c`` steps) needs them at the same place, read-only. Paths under
+    ``/home/user`` are left out: that is the desktop's own home.
+
+    Args:
+        paths: Candidate paths.
+        hidden: The folders the sandbox hides (:func:`hidden_folders`).
+    """
+    found: list[str] = []
+    for raw in paths:
+        if not raw or not os.path.isabs(raw) or not os.path.exists(raw):
+            continue
+        path = os.path.realpath(raw)
+        covered = any(_under(path, root) for root in hidden)
+        own_home = _under(path, DESKTOP_HOME)
+        if covered and not own_home and path not in hidden:
+            found.append(path)
+    outermost = [path for path in found if not any(path.startswith(other + "/") for other in found)]
+    return tuple(dict.fromkeys(sorted(outermost)))
+
+
 def bwrap_path() -> str | None:
     """The ``bwrap`` executable, or None when bubblewrap is not installed."""
     return shutil.which("bwrap")
@@ -113,38 +254,52 @@ def bwrap_path() -> str | None:
 
 @dataclass(frozen=True)
 class Namespaces:
-    """Open descriptors of a desktop's user and PID namespaces, which its processes join.
+    """Open descriptors of a desktop's namespaces, which its processes join.
 
     Attributes:
-        user: Descriptor of ``/proc/<init>/ns/user``.
+        user: Descriptor of ``/proc/<init>/ns/user``; None when the desktop has a host uid of
+            its own (a root launcher): each process then maps it in a user namespace of its own.
         pid: Descriptor of ``/proc/<init>/ns/pid``.
+        net: Descriptor of ``/proc/<init>/ns/net``; None when the desktop shares the host's
+            network.
     """
 
-    user: int
+    user: int | None
     pid: int
+    net: int | None = None
 
     @classmethod
-    def of(cls, pid: int) -> Namespaces:
-        """Open the namespaces of process ``pid``."""
-        user = os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    def of(cls, pid: int, *, user: bool = True, net: bool = False) -> Namespaces:
+        """Open the namespaces of process ``pid`` (user and network ones when asked)."""
+        opened: list[int] = []
+
+        def open_ns(kind: str) -> int:
+            opened.append(os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC))
+            return opened[-1]
+
         try:
-            return cls(user, os.open(f"/proc/{pid}/ns/pid", os.O_RDONLY | os.O_CLOEXEC))
+            return cls(
+                open_ns("user") if user else None,
+                open_ns("pid"),
+                open_ns("net") if net else None,
+            )
         except OSError:
-            os.close(user)
+            for fd in opened:
+                os.close(fd)
             raise
 
     def close(self) -> None:
-        """Close both descriptors (the namespaces live on while processes use them)."""
-        for fd in (self.user, self.pid):
+        """Close the descriptors (the namespaces live on while processes use them)."""
+        for fd in self.fds:
             try:
                 os.close(fd)
             except OSError:
                 pass
 
     @property
-    def fds(self) -> tuple[int, int]:
-        """Both descriptors, to pass to the ``bwrap`` that joins them."""
-        return self.user, self.pid
+    def fds(self) -> tuple[int, ...]:
+        """The descriptors, to pass to the ``bwrap`` that joins them."""
+        return tuple(fd for fd in (self.user, self.pid, self.net) if fd is not None)
 
 
 def holder_command(python: str) -> list[str]:
@@ -159,13 +314,21 @@ def wrap(
     join: Namespaces | None,
     bwrap: str = "bwrap",
     keep_visible: tuple[str, ...] = (),
+    identity: HostIdentity | None = None,
+    x_socket: str | None = None,
+    hidden: tuple[str, ...] = HIDDEN_ROOTS,
+    masked: tuple[str, ...] = (),
+    private_network: bool = False,
 ) -> list[str]:
     """The command line that runs ``argv`` inside the desktop's sandbox.
 
-    Everything runs as OSWorld's user (uid 1000, ``user``) in the desktop's user namespace;
-    that uid stands for the caller's own on the host, so it has the caller's rights and no
-    more. The caller sets the environment (``HOME``, ``PATH`` with :data:`BIN_MOUNT` first,
-    ``XDG_RUNTIME_DIR``); bubblewrap passes it through.
+    Everything runs as OSWorld's user (uid 1000, ``user``). Under an ordinary launcher that uid
+    stands, in the desktop's user namespace, for the launcher's own, so it has the launcher's
+    rights and no more. Under a root launcher (``identity.dedicated``) bubblewrap runs as root
+    only to lay out the mounts; the program then runs as the desktop's own unprivileged host
+    uid, mapped to 1000 in a user namespace of its own (:mod:`desktop_identity`). The caller
+    sets the environment (``HOME``, ``PATH`` with :data:`BIN_MOUNT` first, ``XDG_RUNTIME_DIR``,
+    ``XAUTHORITY``); bubblewrap passes it through.
 
     Args:
         argv: The command.
@@ -175,15 +338,45 @@ def wrap(
         bwrap: The ``bwrap`` executable.
         keep_visible: Host paths that the sandbox's private folders would hide and that its
             programs need, shown read-only at the same place (see :func:`hidden_paths`).
+        identity: Who the program is on the host (None: the launcher, as an ordinary user).
+        x_socket: The desktop's X server socket, the only one shown (None: none).
+        hidden: Host folders replaced by empty ones (the homes, ``/root``, temp folders, the
+            driver's folders): the private folders and ``keep_visible`` go over them.
+        masked: Folders replaced by empty ones over everything else, even inside
+            ``keep_visible`` (the bundled task suites, whose reference files are answers).
+        private_network: The init makes a network namespace of its own (a loopback of its
+            own, nothing of the host's; :mod:`osworld_gym.providers.netns`) and the other
+            processes join it (``join.net``), entered before bubblewrap starts.
     """
-    if join is None:
+    dedicated = identity is not None and identity.dedicated
+    if dedicated:
+        # No user namespace for bubblewrap itself: as root it can bind whatever the desktop
+        # needs (a Python under /root); the program drops to the desktop's uid below.
+        namespaces = ["--unshare-pid", "--as-pid-1"] if join is None else ["--pidns", str(join.pid)]
+    elif join is None:
         namespaces = [
             "--unshare-user", "--uid", str(DESKTOP_UID), "--gid", str(DESKTOP_UID),
             "--unshare-pid", "--as-pid-1",
         ]  # fmt: skip
     else:
         namespaces = ["--userns", str(join.user), "--pidns", str(join.pid)]
+    if private_network and join is None:
+        namespaces.append("--unshare-net")
+    enter: list[str] = []
+    if join is not None and join.net is not None:
+        # bubblewrap cannot join a network namespace: nsenter does, before it starts.
+        enter = ["nsenter", f"--net=/proc/self/fd/{join.net}"]
+    program = list(argv)
+    if dedicated:
+        assert identity is not None
+        # The init needs no user namespace (it runs nothing of a task's); every other process
+        # sees its uid as OSWorld's 1000, as on the VM.
+        mapped = [] if join is None else [
+            "unshare", "--user", f"--map-user={DESKTOP_UID}", f"--map-group={DESKTOP_UID}", "--",
+        ]  # fmt: skip
+        program = [*identity.drop_command(), *mapped, *program]
     return [
+        *enter,
         bwrap,
         *namespaces,
         # The host, read-only; then writable private folders over the places apps write to.
@@ -195,55 +388,38 @@ def wrap(
         # (bubblewrap's --dev there makes joining its PID namespace fail). The init's /dev
         # counts too: its programs can reach it through /proc/1/root.
         *(["--dev", "/dev"] if join is not None else _INIT_DEV),
-        "--tmpfs", "/dev/shm",
+        # Open to every user, as on any system (made by root it would be root's alone).
+        "--perms", "01777", "--tmpfs", "/dev/shm",
         "--proc", "/proc",
-        # /home holds other users' homes: a tmpfs hides them and gives /home/user a mount point.
-        "--tmpfs", "/home",
+        # Homes, /root, temp folders, /run and the driver's folders: empty, so nothing of the
+        # host's (keys, tokens, the driver's files) shows; /home/user gets its mount point.
+        *[word for path in hidden for word in ("--tmpfs", path)],
         "--bind", str(folders.home), DESKTOP_HOME,
         "--bind", str(folders.tmp), "/tmp",
-        # Read-only: clients connect to the X servers' sockets (a socket on a read-only mount
-        # still takes connections) but cannot remove other desktops' or the host's.
-        "--ro-bind-try", X11_SOCKETS, X11_SOCKETS,
         "--bind", str(folders.var_tmp), "/var/tmp",
-        # A private /run (the host's holds its sockets: system bus, docker): only what resolves
-        # names, the desktop's state and its runtime folder.
-        "--tmpfs", "/run",
+        # Only this desktop's X server socket (read-only: a socket on a read-only mount still
+        # takes connections); the server wants this desktop's cookie anyway (x_auth).
+        *(["--ro-bind", x_socket, x_socket] if x_socket else []),
         "--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve",
+        # The state folder read-only once Chromium's program is mounted in it: the command
+        # wrappers first on PATH, the identity files and the X cookie cannot be replaced by a
+        # task; only the guest's folder is writable.
         "--bind", str(folders.state), STATE_MOUNT,
+        "--ro-bind-try", CHROMIUM_PROGRAM, f"{BIN_MOUNT}/.chrome/chrome",
+        "--remount-ro", STATE_MOUNT,
+        "--bind", str(folders.state / GUEST_STATE), f"{STATE_MOUNT}/{GUEST_STATE}",
+        # bubblewrap makes missing parents of a mount point private to root; /run/user must be
+        # open, as on any system, for the desktop's user to reach its runtime folder.
+        "--perms", "0755", "--dir", str(Path(RUNTIME_MOUNT).parent),
         "--bind", str(folders.runtime), RUNTIME_MOUNT,
         "--ro-bind", str(folders.state / "passwd"), "/etc/passwd",
         "--ro-bind", str(folders.state / "group"), "/etc/group",
-        "--ro-bind-try", CHROMIUM_PROGRAM, f"{BIN_MOUNT}/.chrome/chrome",
-        *[word for path in keep_visible for word in ("--ro-bind", path, path)],
+        *_visible(keep_visible, hidden),
+        *[word for path in masked for word in ("--tmpfs", path)],
         "--chdir", DESKTOP_HOME,
         "--",
-        *argv,
+        *program,
     ]  # fmt: skip
-
-
-# Host folders the sandbox replaces with private ones; what lies under them is hidden.
-HIDDEN_ROOTS = ("/home", "/tmp", "/var/tmp", "/run")
-
-
-def hidden_paths(paths: list[str]) -> tuple[str, ...]:
-    """The existing ``paths`` that the sandbox would hide, outermost only.
-
-    A virtual environment under ``/home/<you>`` or ``/tmp``, an editable checkout there, the
-    user's site-packages: the desktop's Python (its guest server, pyautogui for OSWorld's
-    ``python -c`` steps) needs them at the same place, read-only. Paths under ``/home/user``
-    are left out: that is the desktop's own home.
-    """
-    found: list[str] = []
-    for raw in paths:
-        if not raw or not os.path.isabs(raw) or not os.path.exists(raw):
-            continue
-        path = os.path.realpath(raw)
-        hidden = any(path == root or path.startswith(root + "/") for root in HIDDEN_ROOTS)
-        own_home = path == DESKTOP_HOME or path.startswith(DESKTOP_HOME + "/")
-        if hidden and not own_home and path not in HIDDEN_ROOTS:
-            found.append(path)
-    outermost = [path for path in found if not any(path.startswith(other + "/") for other in found)]
-    return tuple(dict.fromkeys(sorted(outermost)))
 
 
 @dataclass(frozen=True)
@@ -272,9 +448,14 @@ def probe(timeout: float = 10.0) -> SandboxSupport:
         folders = SandboxFolders(
             root / "home", root / "tmp", root / "var-tmp", root / "state", root / "run"
         )
-        folders.create()
+        identity = HostIdentity.for_desktop(0)
+        folders.create(identity)
         check = f"test -w {DESKTOP_HOME} && test -w /tmp && test $(id -un) = {DESKTOP_USER}"
-        argv = wrap(["sh", "-c", check], folders, join=None, bwrap=bwrap)
+        command = ["sh", "-c", check]
+        if identity.dedicated:  # as a desktop's programs run: its uid, mapped to OSWorld's
+            command = ["unshare", "--user", f"--map-user={DESKTOP_UID}",
+                       f"--map-group={DESKTOP_UID}", "--", *command]  # fmt: skip
+        argv = wrap(command, folders, join=None, bwrap=bwrap, identity=identity)
         try:
             done = subprocess.run(argv, capture_output=True, timeout=timeout, check=False)
         except (OSError, subprocess.TimeoutExpired) as e:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from desktop_helpers import launch_desktop, wait_until
-from http_helpers import loopback_server
+from http_helpers import loopback_server, port_of
 
 from osworld_gym import cdp
 from osworld_gym.downloads import AssetCache
@@ -81,8 +81,11 @@ class Browser:
 
 
 @pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[Browser]:
-    with launch_desktop() as desktop:
+def browser(
+    site: str, tmp_path_factory: pytest.TempPathFactory
+) -> collections.abc.Iterator[Browser]:
+    # The desktop's own network reaches the page server's port and nothing else of the host.
+    with launch_desktop(host_ports=(port_of(site),)) as desktop:
         client = desktop.client
         endpoint = desktop.service_urls["cdp"]
         chrome = Browser(desktop, endpoint, tmp_path_factory.mktemp("chrome"))

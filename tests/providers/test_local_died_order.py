@@ -7,9 +7,12 @@ Xvfb (still exiting), then the window manager (already gone), used to blame the 
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from osworld_gym.errors import DesktopDiedError
+from osworld_gym.providers.desktop_limits import DesktopCgroups
 from osworld_gym.providers.local import LocalDesktop
 
 
@@ -19,6 +22,7 @@ class _Handle:
     def __init__(self, *answers: int | None) -> None:
         self._answers = list(answers)
         self.returncode: int | None = None
+        self.pid = os.getpid()  # a live, running process for the stopped-state check
 
     def poll(self) -> int | None:
         answer = self._answers.pop(0) if len(self._answers) > 1 else self._answers[0]
@@ -29,6 +33,9 @@ class _Handle:
 def _desktop(**handles: _Handle) -> LocalDesktop:
     desktop = object.__new__(LocalDesktop)  # no processes started: only the check is tested
     desktop._procs = dict(handles)  # type: ignore[attr-defined]
+    desktop._bwrap = None  # type: ignore[attr-defined]  # no sandbox: the handles' own PIDs
+    desktop._cgroups = DesktopCgroups()  # type: ignore[attr-defined]  # no limits to check
+    desktop._disk_capped = False  # type: ignore[attr-defined]
     desktop._log_tail = lambda name: f"log of {name}"  # type: ignore[method-assign]
     return desktop
 

@@ -14,6 +14,8 @@ from desktop_helpers import wait_until
 
 from osworld_gym.providers import desktop_bin, sandbox
 from osworld_gym.providers.desktop_bin import CHROME_LINK, available_wrappers, install_wrappers
+from osworld_gym.providers.desktop_environment import passed_through, search_path
+from osworld_gym.providers.desktop_identity import DEDICATED_UID_BASE, HostIdentity
 
 
 def _folders(root: Path) -> sandbox.SandboxFolders:
@@ -46,9 +48,86 @@ def test_the_first_process_makes_the_namespaces_and_the_others_join_them(tmp_pat
         binds = _pairs(argv, "--bind")
         assert binds["/home/user"] == str(folders.home) and binds["/tmp"] == str(folders.tmp)
         assert binds["/var/tmp"] == str(folders.var_tmp)
-        assert binds["/run/osworld-gym"] == str(folders.state)
         assert binds["/run/user/1000"] == str(folders.runtime)
+        # The state folder (wrappers, identity files, X cookie) is read-only; only the
+        # guest's own folder in it can be written.
+        assert binds["/run/osworld-gym"] == str(folders.state)
+        assert argv[argv.index("--remount-ro") + 1] == "/run/osworld-gym"
+        assert binds["/run/osworld-gym/guest"] == str(folders.state / "guest")
         assert argv[argv.index("--chdir") + 1] == "/home/user"
+
+
+def test_a_root_launcher_runs_the_desktop_as_an_unprivileged_uid_of_its_own(
+    tmp_path: Path,
+) -> None:
+    """bubblewrap lays out the mounts as root; the program runs as the desktop's host uid."""
+    folders = _folders(tmp_path)
+    identity = HostIdentity(DEDICATED_UID_BASE + 7, DEDICATED_UID_BASE + 7, dedicated=True)
+    first = sandbox.wrap(["init"], folders, join=None, identity=identity)
+    assert first[1:4] == ["--unshare-pid", "--as-pid-1", "--ro-bind"]
+    assert "--unshare-user" not in first
+    drop = first[first.index("--") + 1 :]
+    assert drop[:3] == ["setpriv", f"--reuid={identity.uid}", f"--regid={identity.gid}"]
+    assert "--clear-groups" in drop and "--bounding-set=-all" in drop and drop[-1] == "init"
+    joined = sandbox.wrap(["app"], folders, join=sandbox.Namespaces(None, 9), identity=identity)
+    assert joined[1:3] == ["--pidns", "9"] and "--userns" not in joined
+    program = joined[joined.index("--") + 1 :]
+    unshare = program.index("unshare")
+    assert program[unshare:] == [
+        "unshare", "--user", "--map-user=1000", "--map-group=1000", "--", "app",
+    ]  # fmt: skip
+    assert HostIdentity.for_desktop(7).dedicated == (os.geteuid() == 0)
+
+
+def test_host_folders_are_hidden_and_the_python_shown_reachable(tmp_path: Path) -> None:
+    folders = _folders(tmp_path)
+    argv = sandbox.wrap(
+        ["app"],
+        folders,
+        join=None,
+        keep_visible=("/root/.pyenv/versions/3.11.7",),
+        hidden=("/home", "/root", "/tmp"),
+        x_socket="/tmp/.X11-unix/X5",
+    )
+    tmpfs = [argv[i + 1] for i, word in enumerate(argv) if word == "--tmpfs"]
+    assert {"/home", "/root", "/tmp"} <= set(tmpfs)
+    # The folders between /root and the Python are made open, then the Python is shown.
+    text = " ".join(argv)
+    assert "--perms 0755 --dir /root/.pyenv --perms 0755 --dir /root/.pyenv/versions" in text
+    ro_binds = _pairs(argv, "--ro-bind")
+    assert ro_binds["/root/.pyenv/versions/3.11.7"] == "/root/.pyenv/versions/3.11.7"
+    # Only this desktop's X socket, not the folder of every server's.
+    assert ro_binds["/tmp/.X11-unix/X5"] == "/tmp/.X11-unix/X5"
+    assert "/tmp/.X11-unix" not in ro_binds
+
+
+def test_the_drivers_folders_are_hidden_but_never_a_system_folder(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    hidden = sandbox.hidden_folders([str(project), "/", "/usr/lib", "/opt", "/etc"])
+    # tmp_path lives under /tmp, hidden whole already.
+    assert str(project) not in hidden and "/tmp" in hidden and "/root" in hidden
+    assert not {"/", "/usr/lib", "/opt", "/etc"} & set(hidden)
+    assert sandbox.hidden_folders(["/srv/project"]) == sandbox.hidden_folders()
+    outside = Path("/var/lib") if Path("/var/lib").is_dir() else None
+    if outside is not None:  # under /var, a system folder: its apps' data stays
+        assert str(outside) not in sandbox.hidden_folders([str(outside)])
+
+
+def test_the_desktop_environment_is_an_allowlist() -> None:
+    driver = {
+        "PATH": "/usr/bin:/home/user/bin::relative:/tmp/planted:/bin",
+        "LANG": "C.UTF-8",
+        "LC_TIME": "C",
+        "OPENAI_API_KEY": "sk-secret",
+        "RAY_AUTH_TOKEN": "t",
+        "OSWORLD_GYM_SUDO_PASSWORD": "host's",
+        "AWS_SECRET_ACCESS_KEY": "x",
+    }
+    seen = passed_through(driver)
+    assert set(seen) == {"PATH", "LANG", "LC_TIME"}
+    path = search_path(seen["PATH"], ("/home/user", "/tmp"), first="/run/osworld-gym/bin")
+    assert path == "/run/osworld-gym/bin:/usr/bin:/bin"
 
 
 def test_identity_files_name_osworlds_user(tmp_path: Path) -> None:

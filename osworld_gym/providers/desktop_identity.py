@@ -1,0 +1,102 @@
+"""Who a ``local`` desktop's processes are on the host.
+
+A desktop is a guest: its programs must own nothing of the host's. Under a root launcher (CI,
+most cluster jobs) mapping OSWorld's user onto the launcher's uid, as an unprivileged user
+namespace does, would make every desktop program host root: ``/proc/sys`` writable, ``/root``
+and ``/etc/shadow`` readable. So a root launcher gives each desktop an unprivileged uid of its
+own, one no account of the host has (:data:`DEDICATED_UID_BASE` plus a number unique among the
+host's live desktops); inside its sandbox that uid is still OSWorld's ``user`` (uid 1000). An
+ordinary launcher cannot hand out uids: its desktops map onto its own uid, with the host
+read-only and its homes hidden (see :mod:`osworld_gym.providers.sandbox`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+# 0x70000000: far above the uids a Linux system hands out (accounts stop at 60000 by default,
+# subordinate ranges for containers start at 100000 and take 65536 per user).
+DEDICATED_UID_BASE = 0x70000000
+# Numbers added to the base: a desktop's first reserved port (unique while it runs, see
+# osworld_gym.providers.ports) is below this.
+_SLOTS = 1 << 16
+
+
+@dataclass(frozen=True)
+class HostIdentity:
+    """The host uid and gid a desktop's processes run as.
+
+    Attributes:
+        uid: Host uid of the desktop's processes.
+        gid: Host gid of the desktop's processes.
+        dedicated: True when it is a uid of the desktop's own (a root launcher), False when it
+            is the launcher's (an ordinary user's unprivileged user namespace).
+    """
+
+    uid: int
+    gid: int
+    dedicated: bool
+
+    @classmethod
+    def for_desktop(cls, slot: int) -> HostIdentity:
+        """The identity of a desktop launched by this process.
+
+        Args:
+            slot: A number unique among the host's live desktops (its reserved port).
+        """
+        if os.geteuid() == 0:
+            uid = DEDICATED_UID_BASE + slot % _SLOTS
+            return cls(uid, uid, dedicated=True)
+        return cls(os.getuid(), os.getgid(), dedicated=False)
+
+    def hand_over(self, path: Path, recursive: bool = False) -> None:
+        """Make ``path`` (and, with ``recursive``, all below it) the desktop's.
+
+        Nothing to do for the launcher's own identity: it created the files.
+        """
+        if not self.dedicated:
+            return
+        os.lchown(path, self.uid, self.gid)
+        if not recursive or not path.is_dir() or path.is_symlink():
+            return
+        for folder, dirs, files in os.walk(path):
+            for name in (*dirs, *files):
+                os.lchown(os.path.join(folder, name), self.uid, self.gid)
+
+    def unreachable(self, paths: tuple[str, ...]) -> list[str]:
+        """The ``paths`` (shown to the desktop at their place) its uid could not open.
+
+        Shown read-only at the same place, a folder keeps its mode: a virtual environment made
+        private to root (``0700``) is closed to a desktop that runs as a uid of its own.
+        """
+        if not self.dedicated:
+            return []
+        closed = []
+        for path in paths:
+            try:
+                mode = os.stat(path).st_mode
+            except OSError:
+                continue
+            needed = 0o005 if os.path.isdir(path) else 0o004
+            if mode & needed != needed:
+                closed.append(path)
+        return closed
+
+    def drop_command(self) -> list[str]:
+        """Words that run the rest of a command line as this identity (root launcher only).
+
+        ``setpriv`` leaves root for the desktop's uid with no capability and no supplementary
+        group; the processes it starts cannot regain any (bubblewrap sets no_new_privs).
+        """
+        if not self.dedicated:
+            return []
+        return [
+            "setpriv",
+            f"--reuid={self.uid}",
+            f"--regid={self.gid}",
+            "--clear-groups",
+            "--bounding-set=-all",
+            "--inh-caps=-all",
+        ]

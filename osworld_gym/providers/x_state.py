@@ -1,0 +1,248 @@
+"""The X server state an episode can change, read and restored on a ``local`` light reset.
+
+A light reset keeps the desktop's X server. Whatever a program of the last episode set on it
+would otherwise reach the next one: a keymap change (``xmodmap``, ``setxkbmap``) that turns
+``banana`` into ``bbnbnb``, swapped mouse buttons, ``xset`` settings, X resources (``xrdb``),
+cut buffers and other root-window properties, an opened access list (``xhost +``), a changed
+font path. :func:`read` takes all of it in a few round trips; :func:`restore` puts back what a
+request can, and names what it could not (the caller then starts a new X server).
+
+Not covered: XKB's own controls and state beyond the core mapping (python-xlib has no XKB),
+which a program changes only through XKB requests; the screen size (compared, never set).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, fields
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+# Root-window properties the window manager and the session keep (the window manager's are
+# compared by its own freshness check, and the session rewrites its own when it restarts).
+_SESSION_PREFIXES = ("_NET_", "_OB_", "WM_", "_XKB_RULES_NAMES")
+# Selections a program of the last episode may still own through a kept client.
+_SELECTIONS = ("PRIMARY", "SECONDARY", "CLIPBOARD")
+
+
+@dataclass(frozen=True)
+class XServerState:
+    """What an episode can change on an X server (see the module doc).
+
+    Attributes:
+        keyboard_mapping: Keysyms of every keycode.
+        modifier_mapping: Keycodes of each modifier.
+        pointer_mapping: Logical button of each physical one.
+        keyboard_control: Key click, bell, global and per-key auto-repeat, LEDs.
+        pointer_control: Acceleration and threshold.
+        screen_saver: Timeout, interval, blanking and exposures.
+        font_path: The server's font path.
+        access: Whether access control is on, and the hosts let in.
+        screen_size: Width and height of the screen in pixels.
+        root_properties: Root-window properties other than the session's, by name:
+            (type, format, value).
+        selection_owners: Owner window of each selection (0: none).
+    """
+
+    keyboard_mapping: tuple[tuple[int, ...], ...]
+    modifier_mapping: tuple[tuple[int, ...], ...]
+    pointer_mapping: tuple[int, ...]
+    keyboard_control: tuple[Any, ...]
+    pointer_control: tuple[int, int, int]
+    screen_saver: tuple[int, int, int, int]
+    font_path: tuple[str, ...]
+    access: tuple[int, tuple[tuple[int, bytes], ...]]
+    screen_size: tuple[int, int]
+    root_properties: tuple[tuple[str, tuple[int, int, Any]], ...]
+    selection_owners: tuple[int, ...]
+
+    def differences(self, other: XServerState) -> list[str]:
+        """Names of the fields in which ``other`` differs from this state."""
+        return [f.name for f in fields(self) if getattr(self, f.name) != getattr(other, f.name)]
+
+
+def _is_session_property(name: str) -> bool:
+    return name.startswith(_SESSION_PREFIXES) or name == "AT_SPI_BUS"
+
+
+def _value(raw: Any) -> Any:
+    if isinstance(raw, (bytes, str)):
+        return raw
+    return tuple(int(v) for v in raw)
+
+
+def _root_properties(conn: Any) -> tuple[tuple[str, tuple[int, int, Any]], ...]:
+    from Xlib import X
+
+    root = conn.screen().root
+    found = []
+    for atom in root.list_properties():
+        name = conn.get_atom_name(atom)
+        if _is_session_property(name):
+            continue
+        prop = root.get_full_property(atom, X.AnyPropertyType)
+        if prop is not None:
+            found.append((name, (int(prop.property_type), int(prop.format), _value(prop.value))))
+    return tuple(sorted(found))
+
+
+def read(conn: Any) -> XServerState:
+    """The state of ``conn``'s X server (a dozen round trips, a few ms)."""
+    setup = conn.display.info
+    first = setup.min_keycode
+    count = setup.max_keycode - first + 1
+    keyboard = conn.get_keyboard_control()
+    pointer = conn.get_pointer_control()
+    saver = conn.get_screen_saver()
+    hosts = conn.list_hosts()
+    screen = conn.screen()
+    return XServerState(
+        keyboard_mapping=tuple(tuple(k) for k in conn.get_keyboard_mapping(first, count)),
+        modifier_mapping=tuple(tuple(m) for m in conn.get_modifier_mapping()),
+        pointer_mapping=tuple(conn.get_pointer_mapping()),
+        keyboard_control=(
+            keyboard.global_auto_repeat,
+            keyboard.key_click_percent,
+            keyboard.bell_percent,
+            keyboard.bell_pitch,
+            keyboard.bell_duration,
+            keyboard.led_mask,
+            tuple(keyboard.auto_repeats),
+        ),
+        pointer_control=(pointer.accel_num, pointer.accel_denom, pointer.threshold),
+        screen_saver=(saver.timeout, saver.interval, saver.prefer_blanking, saver.allow_exposures),
+        font_path=tuple(conn.get_font_path()),
+        access=(
+            int(hosts.mode),
+            tuple(sorted((int(h.family), bytes(h.name)) for h in hosts.hosts)),
+        ),
+        screen_size=(screen.width_in_pixels, screen.height_in_pixels),
+        root_properties=_root_properties(conn),
+        selection_owners=tuple(
+            _owner_id(conn.get_selection_owner(conn.intern_atom(name))) for name in _SELECTIONS
+        ),
+    )
+
+
+def _owner_id(owner: Any) -> int:
+    return owner if isinstance(owner, int) else int(owner.id)
+
+
+def restore(conn: Any, fresh: XServerState) -> list[str]:
+    """Put ``conn``'s X server back into the ``fresh`` state where a request can.
+
+    Held keys and buttons must be released first (a modifier mapping does not change while one
+    of its keys is down).
+
+    Returns:
+        The fields that still differ afterwards (empty when the server is as fresh).
+    """
+    now = read(conn)
+    changed = fresh.differences(now)
+    if not changed:
+        return []
+    logger.info("restoring the X server's %s", ", ".join(changed))
+    for name in changed:
+        _RESTORERS.get(name, _nothing)(conn, fresh, now)
+    conn.sync()
+    return fresh.differences(read(conn))
+
+
+def _nothing(conn: Any, fresh: XServerState, now: XServerState) -> None:
+    """Fields no request restores (the screen size): the caller restarts the server."""
+
+
+def _keyboard_mapping(conn: Any, fresh: XServerState, now: XServerState) -> None:
+    conn.change_keyboard_mapping(conn.display.info.min_keycode, list(fresh.keyboard_mapping))
+
+
+def _modifier_mapping(conn: Any, fresh: XServerState, now: XServerState) -> None:
+    conn.set_modifier_mapping([list(keys) for keys in fresh.modifier_mapping])
+
+
+def _pointer_mapping(conn: Any, fresh: XServerState, now: XServerState) -> None:
+    conn.set_pointer_mapping(list(fresh.pointer_mapping))
+
+
+def _keyboard_control(conn: Any, fresh: XServerState, now: XServerState) -> None:
+    from Xlib import X
+
+    repeat, click, bell, pitch, duration, leds, _per_key = fresh.keyboard_control
+    conn.change_keyboard_control(
+        key_click_percent=click,
+        bell_percent=bell,
+        bell_pitch=pitch,
+        bell_duration=duration,
+        auto_repeat_mode=X.AutoRepeatModeOn if repeat else X.AutoRepeatModeOff,
+    )
+    for led in range(1, 33):
+        mode = X.LedModeOn if leds & (1 << (led - 1)) else X.LedModeOff
+        conn.change_keyboard_control(led=led, led_mode=mode)
+    # Per-key auto-repeat is left as it is: when it differs the caller restarts the server.
+
+
+def _pointer_control(conn: Any, fresh: XServerState, now: XServerState) -> None:
+    numerator, denominator, threshold = fresh.pointer_control
+    conn.change_pointer_control(accel=(numerator, denominator), threshold=threshold)
+
+
+def _screen_saver(conn: Any, fresh: XServerState, now: XServerState) -> None:
+    conn.set_screen_saver(*fresh.screen_saver)
+
+
+def _font_path(conn: Any, fresh: XServerState, now: XServerState) -> None:
+    conn.set_font_path(list(fresh.font_path))
+
+
+def _access(conn: Any, fresh: XServerState, now: XServerState) -> None:
+    from Xlib import X
+
+    mode, hosts = fresh.access
+    conn.set_access_control(X.EnableAccess if mode else X.DisableAccess)
+    for family, name in set(now.access[1]) - set(hosts):
+        conn.change_hosts(X.HostDelete, family, name)
+    for family, name in set(hosts) - set(now.access[1]):
+        conn.change_hosts(X.HostInsert, family, name)
+
+
+def _root_properties_restore(conn: Any, fresh: XServerState, now: XServerState) -> None:
+    root = conn.screen().root
+    wanted = dict(fresh.root_properties)
+    for name, value in now.root_properties:
+        if name not in wanted:
+            root.delete_property(conn.intern_atom(name))
+        elif wanted[name] != value:
+            kind, size, data = wanted[name]
+            root.change_property(conn.intern_atom(name), kind, size, data)
+    for name, (kind, size, data) in wanted.items():
+        if name not in dict(now.root_properties):
+            root.change_property(conn.intern_atom(name), kind, size, data)
+
+
+def _selection_owners(conn: Any, fresh: XServerState, now: XServerState) -> None:
+    from Xlib import X
+    from Xlib.protocol import request
+
+    for name, owner in zip(_SELECTIONS, fresh.selection_owners, strict=True):
+        if owner == 0:
+            request.SetSelectionOwner(
+                display=conn.display,
+                window=X.NONE,
+                selection=conn.intern_atom(name),
+                time=X.CurrentTime,
+            )
+
+
+_RESTORERS = {
+    "keyboard_mapping": _keyboard_mapping,
+    "modifier_mapping": _modifier_mapping,
+    "pointer_mapping": _pointer_mapping,
+    "keyboard_control": _keyboard_control,
+    "pointer_control": _pointer_control,
+    "screen_saver": _screen_saver,
+    "font_path": _font_path,
+    "access": _access,
+    "root_properties": _root_properties_restore,
+    "selection_owners": _selection_owners,
+}
