@@ -40,7 +40,7 @@ from Xlib.error import ConnectionClosedError, XError
 
 from osworld_gym.errors import DesktopDiedError, DesktopLimitError, GuestError, ProviderError
 from osworld_gym.guest.client import ClientConfig
-from osworld_gym.providers import processes, sandbox, x_state
+from osworld_gym.providers import processes, sandbox, window_manager, x_state
 from osworld_gym.providers.base import Desktop, Provider, ProviderConfig
 from osworld_gym.providers.desktop_bin import install_wrappers
 from osworld_gym.providers.desktop_environment import passed_through, search_path
@@ -257,213 +257,6 @@ _SERVING_STATES = ("R", "S", "D")  # running or sleeping; not stopped ("T"), not
 _STOPPED_STATES = ("T", "t")  # stopped by a signal, or by a tracer
 # Seconds a dead component's predecessors get to show they died first (see _check_impl).
 _CAUSE_GRACE = 0.3
-_WM_ANSWER_SECONDS = 2.0  # a kept window manager that takes longer to answer is replaced
-_WM_PROBE_REPEAT = 0.05  # seconds between requests while a window manager does not answer
-# Root-window properties that a window manager keeps and a task can change (EWMH desktops).
-# (Not _NET_ACTIVE_WINDOW: openbox leaves it naming the last focused window after that one is
-# gone, whether kept or new; with no client left it names nothing that exists.)
-_WM_PROPERTIES = (
-    "_NET_NUMBER_OF_DESKTOPS",
-    "_NET_CURRENT_DESKTOP",
-    "_NET_SHOWING_DESKTOP",
-    "_NET_DESKTOP_NAMES",
-    "_NET_DESKTOP_LAYOUT",
-    "_NET_WORKAREA",
-    "_NET_CLIENT_LIST",
-)
-# Desktop settings a starting window manager takes over from the root window (openbox keeps the
-# desktops' number, names and the current one over its restarts): deleted before one starts on
-# a used X server, so it starts from its configuration, as on a new desktop.
-_INHERITED_PROPERTIES = (
-    "_NET_NUMBER_OF_DESKTOPS",
-    "_NET_CURRENT_DESKTOP",
-    "_NET_DESKTOP_NAMES",
-    "_NET_DESKTOP_LAYOUT",
-    "_NET_SHOWING_DESKTOP",
-    "_NET_ACTIVE_WINDOW",
-)
-
-
-@dataclass(frozen=True)
-class _WindowManagerState:
-    """What a window manager shows on the X server, compared to tell a kept one is fresh.
-
-    Attributes:
-        owner: The window that owns ``WM_S0``.
-        windows: Its own top-level windows (those of the owner's X client): frames, menus,
-            popups. Openbox makes new ones when it reconfigures.
-        properties: The root window's :data:`_WM_PROPERTIES` (absent, empty and 0 alike).
-        cursor_serial: XFixes serial of the cursor shown with the pointer over the root
-            (0 without XFixes).
-        shown: Windows mapped on screen (of any client).
-    """
-
-    owner: int
-    windows: tuple[int, ...]
-    properties: tuple[tuple[str, object], ...]
-    cursor_serial: int
-    shown: tuple[int, ...]
-
-
-def _selection_owner(conn: Any) -> int:
-    """The window owning ``WM_S0`` (the window manager's), 0 when none does."""
-    owner = conn.get_selection_owner(conn.intern_atom("WM_S0"))
-    return owner if isinstance(owner, int) else int(owner.id)  # X.NONE comes as 0
-
-
-def _property_value(conn: Any, window: Any, name: str) -> object:
-    from Xlib import X
-
-    prop = window.get_full_property(conn.intern_atom(name), X.AnyPropertyType)
-    if prop is None:
-        return ()
-    value = prop.value
-    if isinstance(value, (bytes, str)):
-        return value
-    values = tuple(int(v) for v in value)
-    return () if values in ((), (0,)) else values  # 0 and absent alike (desktop 0, not showing)
-
-
-def _read_window_manager(conn: Any) -> _WindowManagerState:
-    """The window manager's state as seen on ``conn``'s X server (see the class)."""
-    from Xlib import X
-
-    root = conn.screen().root
-    owner = _selection_owner(conn)
-    client = ~conn.display.info.resource_id_mask  # resource ids of one client share the rest
-    children = root.query_tree().children
-    windows = tuple(sorted(w.id for w in children if owner and (w.id & client) == (owner & client)))
-    width, height = conn.screen().width_in_pixels, conn.screen().height_in_pixels
-    shown = []
-    for window in children:
-        try:
-            if window.get_attributes().map_state != X.IsViewable:
-                continue
-            geometry = window.get_geometry()
-        except XError:  # destroyed meanwhile (its client just died): not shown
-            continue
-        if (
-            geometry.x < width
-            and geometry.y < height
-            and (geometry.x + geometry.width > 0 and geometry.y + geometry.height > 0)
-        ):
-            shown.append(window.id)
-    properties = tuple((name, _property_value(conn, root, name)) for name in _WM_PROPERTIES)
-    serial = 0
-    if conn.has_extension("XFIXES"):
-        conn.xfixes_query_version()
-        serial = int(conn.xfixes_get_cursor_image(root).cursor_serial)
-    return _WindowManagerState(owner, windows, properties, serial, tuple(sorted(shown)))
-
-
-def _window_manager_answers(conn: Any, deadline: float) -> bool:
-    """Whether the window manager handles a request before ``deadline``.
-
-    ``_NET_REQUEST_FRAME_EXTENTS`` on a window that is never mapped: the window manager sets
-    ``_NET_FRAME_EXTENTS`` on it, nothing is shown, and every event it got before is handled.
-    The request is sent again every :data:`_WM_PROBE_REPEAT` seconds: a window manager that
-    has just taken ``WM_S0`` may not listen on the root window yet, and misses it.
-    """
-    from Xlib import X
-    from Xlib.protocol import event
-
-    root = conn.screen().root
-    probe = root.create_window(0, 0, 1, 1, 0, X.CopyFromParent, event_mask=X.PropertyChangeMask)
-    extents = conn.intern_atom("_NET_FRAME_EXTENTS")
-    request = event.ClientMessage(
-        window=probe,
-        client_type=conn.intern_atom("_NET_REQUEST_FRAME_EXTENTS"),
-        data=(32, [0, 0, 0, 0, 0]),
-    )
-    mask = X.SubstructureRedirectMask | X.SubstructureNotifyMask
-    try:
-        resend = 0.0
-        while True:
-            now = time.monotonic()
-            if now >= resend:
-                root.send_event(request, event_mask=mask)
-                conn.flush()
-                resend = now + _WM_PROBE_REPEAT
-            while conn.pending_events():
-                e = conn.next_event()
-                if e.type == X.PropertyNotify and e.window.id == probe.id and e.atom == extents:
-                    return True
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            select.select([conn], [], [], min(remaining, max(resend - time.monotonic(), 0)))
-    finally:
-        probe.destroy()
-        conn.sync()
-
-
-def _grabs_free(conn: Any) -> bool:
-    """Whether no client holds the pointer or keyboard (our grabs succeed and are let go)."""
-    from Xlib import X
-
-    root = conn.screen().root
-    pointer = root.grab_pointer(
-        False, X.ButtonPressMask, X.GrabModeAsync, X.GrabModeAsync, X.NONE, X.NONE, X.CurrentTime
-    )
-    keyboard = root.grab_keyboard(False, X.GrabModeAsync, X.GrabModeAsync, X.CurrentTime)
-    conn.ungrab_pointer(X.CurrentTime)
-    conn.ungrab_keyboard(X.CurrentTime)
-    conn.sync()
-    return pointer == X.GrabSuccess and keyboard == X.GrabSuccess
-
-
-def _difference(fresh: _WindowManagerState, now: _WindowManagerState) -> str | None:
-    """How ``now`` differs from the ``fresh`` state, or None."""
-    if now.owner != fresh.owner:
-        return "another window manager owns WM_S0"
-    # Windows it destroyed since are no sign of staleness: openbox drops a window of its
-    # startup moments after it first answers. New ones are: a menu or popup left open, or a
-    # reconfiguration, which recreates its windows.
-    if not set(now.windows) <= set(fresh.windows):
-        return "its windows changed (reconfigured, or a menu or popup was left)"
-    for (name, value), (_, was) in zip(now.properties, fresh.properties, strict=True):
-        if value != was:
-            return f"{name} is {value!r}, was {was!r}"
-    if now.cursor_serial != fresh.cursor_serial:
-        return "the root cursor changed (a busy cursor: a launch still pending)"
-    if not set(now.shown) <= set(fresh.shown):
-        return f"windows still shown: {[hex(w) for w in set(now.shown) - set(fresh.shown)]}"
-    return None
-
-
-def _forget_desktop_settings(conn: Any) -> None:
-    """Delete the root properties a starting window manager would take over."""
-    root = conn.screen().root
-    for name in _INHERITED_PROPERTIES:
-        root.delete_property(conn.intern_atom(name))
-    conn.sync()
-
-
-def _reset_x_state(conn: Any) -> None:
-    """Release held keys and buttons, centre the pointer, clear the root background.
-
-    What :meth:`osworld_gym.guest.x11.X11Session.release_all` does, on the reset's connection:
-    an ``X11Session`` of its own costs ~10 ms of CPU (its keyboard-mapping scan).
-    """
-    from Xlib import X
-    from Xlib.ext import xtest
-
-    screen = conn.screen()
-    root = screen.root
-    for index, byte in enumerate(conn.query_keymap()):
-        for bit in range(8):
-            if byte & (1 << bit):
-                xtest.fake_input(conn, X.KeyRelease, index * 8 + bit)
-    mask = root.query_pointer().mask
-    for number, button in enumerate((X.Button1Mask, X.Button2Mask, X.Button3Mask), 1):
-        if mask & button:
-            xtest.fake_input(conn, X.ButtonRelease, number)
-    xtest.fake_input(
-        conn, X.MotionNotify, x=screen.width_in_pixels // 2, y=screen.height_in_pixels // 2
-    )
-    root.change_attributes(background_pixel=screen.black_pixel)
-    root.clear_area()
-    conn.sync()
 
 
 class LocalDesktop(Desktop):
@@ -549,7 +342,7 @@ class LocalDesktop(Desktop):
         # The X server's state when the desktop was new (None until then): resets restore it.
         self._x_fresh: x_state.XServerState | None = None
         # What the window manager showed when new (None until one runs).
-        self._wm_state: _WindowManagerState | None = None
+        self._wm_state: window_manager.WindowManagerState | None = None
         self._service_ports: list[PortReservation] = []
         # The sandbox's namespaces while its init runs (a list: the finalizer closes them).
         self._namespaces: list[sandbox.Namespaces] = []
@@ -816,7 +609,7 @@ class LocalDesktop(Desktop):
         # folder (the session bus restarts below): nothing an episode left there stays.
         _empty_folder(self._guest_state)
         _empty_folder(self.runtime_dir)
-        _reset_x_state(conn)
+        x_state.release_input(conn)
         if self._x_fresh is not None:
             left = x_state.restore(conn, self._x_fresh)
             if left:  # a new X server is the bounded fallback (see _reset_impl)
@@ -1190,7 +983,7 @@ class LocalDesktop(Desktop):
             if "wm" not in self._procs:
                 self._wait_for_selection_released(conn, deadline)
                 if used:
-                    _forget_desktop_settings(conn)
+                    window_manager.forget_desktop_settings(conn)
                 self._spawn("wm", list(self.config.window_manager))
                 self._wait_for_window_manager(conn, deadline)
                 self._wm_state = self._fresh_window_manager_state(conn, deadline)
@@ -1219,7 +1012,7 @@ class LocalDesktop(Desktop):
             and proc is not None
             and proc.poll() is None
             and processes.state(pid) in _SERVING_STATES
-            and _selection_owner(conn) == self._wm_state.owner
+            and window_manager.selection_owner(conn) == self._wm_state.owner
         )
 
     def _window_manager_staleness(self, conn: Any, deadline: float) -> str | None:
@@ -1233,31 +1026,33 @@ class LocalDesktop(Desktop):
         the check is made once more.
         """
         assert self._wm_state is not None
-        budget = min(deadline, time.monotonic() + _WM_ANSWER_SECONDS)
+        budget = min(deadline, time.monotonic() + window_manager.ANSWER_SECONDS)
         why: str | None = None
         for _ in range(2):
-            if not _window_manager_answers(conn, budget):
+            if not window_manager.answers(conn, budget):
                 return "it does not answer"
-            if _grabs_free(conn):
-                why = _difference(self._wm_state, _read_window_manager(conn))
+            if window_manager.grabs_free(conn):
+                why = window_manager.difference(self._wm_state, window_manager.read_state(conn))
             else:
                 why = "it holds a grab (a menu or the window switcher is open)"
             if why is None:
                 return None
         return why
 
-    def _fresh_window_manager_state(self, conn: Any, deadline: float) -> _WindowManagerState:
+    def _fresh_window_manager_state(
+        self, conn: Any, deadline: float
+    ) -> window_manager.WindowManagerState:
         """What the window manager just started shows, once it handles requests.
 
         An EWMH window manager publishes its desktops while it starts; until the count is on
         the root window it is read again after another round trip (bounded), so a state taken
         mid-start is not what later resets compare with.
         """
-        budget = min(deadline, time.monotonic() + _WM_ANSWER_SECONDS)
+        budget = min(deadline, time.monotonic() + window_manager.ANSWER_SECONDS)
         while True:
-            if not _window_manager_answers(conn, deadline):
+            if not window_manager.answers(conn, deadline):
                 raise ProviderError(f"window manager does not answer\n{self._log_tail('wm')}")
-            state = _read_window_manager(conn)
+            state = window_manager.read_state(conn)
             desktops = dict(state.properties).get("_NET_NUMBER_OF_DESKTOPS")
             if desktops or time.monotonic() >= budget:
                 return state
@@ -1292,7 +1087,7 @@ class LocalDesktop(Desktop):
         close, a moment after the process is gone; a new window manager's wait for the
         selection would otherwise end at once, on the old owner.
         """
-        while _selection_owner(conn):
+        while window_manager.selection_owner(conn):
             if time.monotonic() >= deadline:
                 raise ProviderError("the window manager's selection (WM_S0) was never released")
             time.sleep(0.005)
@@ -1303,7 +1098,7 @@ class LocalDesktop(Desktop):
         Root-window properties such as ``_NET_SUPPORTING_WM_CHECK`` outlive a killed window
         manager, so only the selection tells that the new one manages windows.
         """
-        while not _selection_owner(conn):
+        while not window_manager.selection_owner(conn):
             self._check_impl()
             if time.monotonic() >= deadline:
                 raise ProviderError(f"window manager not ready in time\n{self._log_tail('wm')}")

@@ -5,7 +5,8 @@ would otherwise reach the next one: a keymap change (``xmodmap``, ``setxkbmap``)
 ``banana`` into ``bbnbnb``, swapped mouse buttons, ``xset`` settings, X resources (``xrdb``),
 cut buffers and other root-window properties, an opened access list (``xhost +``), a changed
 font path. :func:`read` takes all of it in a few round trips; :func:`restore` puts back what a
-request can, and names what it could not (the caller then starts a new X server).
+request can, and names what it could not (the caller then starts a new X server);
+:func:`release_input` lets go of held keys and buttons first.
 
 Not covered: XKB's own controls and state beyond the core mapping (python-xlib has no XKB),
 which a program changes only through XKB requests; the screen size (compared, never set).
@@ -246,3 +247,30 @@ _RESTORERS = {
     "root_properties": _root_properties_restore,
     "selection_owners": _selection_owners,
 }
+
+
+def release_input(conn: Any) -> None:
+    """Release held keys and buttons, centre the pointer, clear the root background.
+
+    What :meth:`osworld_gym.guest.x11.X11Session.release_all` does, on the reset's connection:
+    an ``X11Session`` of its own costs ~10 ms of CPU (its keyboard-mapping scan).
+    """
+    from Xlib import X
+    from Xlib.ext import xtest
+
+    screen = conn.screen()
+    root = screen.root
+    for index, byte in enumerate(conn.query_keymap()):
+        for bit in range(8):
+            if byte & (1 << bit):
+                xtest.fake_input(conn, X.KeyRelease, index * 8 + bit)
+    mask = root.query_pointer().mask
+    for number, button in enumerate((X.Button1Mask, X.Button2Mask, X.Button3Mask), 1):
+        if mask & button:
+            xtest.fake_input(conn, X.ButtonRelease, number)
+    xtest.fake_input(
+        conn, X.MotionNotify, x=screen.width_in_pixels // 2, y=screen.height_in_pixels // 2
+    )
+    root.change_attributes(background_pixel=screen.black_pixel)
+    root.clear_area()
+    conn.sync()

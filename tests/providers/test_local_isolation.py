@@ -19,7 +19,7 @@ import pytest
 from desktop_helpers import launch_desktop
 
 from osworld_gym.errors import DesktopDiedError
-from osworld_gym.providers import processes
+from osworld_gym.providers import processes, sandbox
 from osworld_gym.providers.local import LocalDesktop
 
 pytestmark = pytest.mark.desktop
@@ -219,3 +219,16 @@ def test_the_hosts_loopback_services_are_out_of_reach() -> None:
         with launch_desktop(network="host") as shared:
             assert not shared.private_network
             assert _sh(shared, f'python3 -c "{probe}"')[0] == 0
+
+
+def test_the_bundled_suites_answers_are_masked() -> None:
+    """The suites' task files and references sit beside the library, which the desktop's
+    Python needs shown: their folder is empty inside."""
+    folders = sandbox.answer_folders()
+    assert folders, "osworld_gym_envs is not installed"
+    with launch_desktop() as desktop:
+        for folder in folders:
+            code, out, _ = _sh(desktop, f"ls -A {folder}")
+            assert code == 0 and out == "", folder
+        # The library itself is still there for the guest.
+        assert _sh(desktop, "python3 -c 'import sys' && echo ok")[1] == "ok\n"
