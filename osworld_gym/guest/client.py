@@ -32,6 +32,7 @@ import urllib3.exceptions
 from PIL import Image
 
 from osworld_gym.errors import (
+    ActionError,
     GuestAuthError,
     GuestError,
     GuestHTTPError,
@@ -55,14 +56,37 @@ RAW_CONTENT_TYPE = "application/octet-stream"
 _MAX_FRAME_FAILURES = 3  # shared-memory failures in a row before a client stops trying
 
 
+class ActionBatchTooLargeError(ActionError):
+    """A batch of actions asks for more than the guest takes in one request; none was sent.
+
+    An :class:`~osworld_gym.errors.ActionError`: the env reports it as an action not performed.
+
+    Attributes:
+        limit: The limit exceeded (``"max_actions"`` or ``"max_keys"``).
+        maximum: Its value.
+        requested: What the batch asked for.
+    """
+
+    def __init__(self, error: protocol.ActionLimitError) -> None:
+        super().__init__(f"actions not sent: {error}")
+        self.limit = error.limit
+        self.maximum = error.maximum
+        self.requested = error.requested
+
+
 @dataclass(frozen=True)
 class GuestInfo:
-    """What ``/health`` says about a guest; ``extended=False`` for an official OSWorld guest."""
+    """What ``/health`` says about a guest; ``extended=False`` for an official OSWorld guest.
+
+    ``action_limits`` are the bounds of one ``/actions`` request the guest advertises; None
+    where it advertises none (an official guest, or ours before it had limits).
+    """
 
     extended: bool
     version: str | None = None
     capabilities: tuple[str, ...] = ()
     screen_size: tuple[int, int] | None = None
+    action_limits: protocol.ActionLimits | None = None
 
 
 @dataclass(frozen=True)
@@ -334,9 +358,22 @@ class GuestClient:
             screen = data.get("screen") or {}
             size = (screen["width"], screen["height"]) if "width" in screen else None
             self._info = GuestInfo(
-                True, data.get("version"), tuple(data.get("capabilities", ())), size
+                True,
+                data.get("version"),
+                tuple(data.get("capabilities", ())),
+                size,
+                self._advertised_limits(data),
             )
         return self._info
+
+    def _advertised_limits(self, health: dict[str, Any]) -> protocol.ActionLimits | None:
+        """The ``/actions`` limits a guest's ``/health`` names (None: none, or unreadable)."""
+        if "action_limits" not in health:
+            return None
+        try:
+            return protocol.ActionLimits.from_json(health["action_limits"])
+        except (TypeError, ValueError) as e:
+            raise GuestProtocolError("/health", f"bad action_limits: {e}") from e
 
     def _official_screen_size(self) -> tuple[int, int] | None:
         """``/screen_size`` of a guest without ``/health``; None if it cannot say (macOS)."""
@@ -624,16 +661,46 @@ class GuestClient:
         """Run wire actions (see :mod:`osworld_gym.guest.protocol`) on the desktop.
 
         Our guest runs them in-process; an official guest gets pyautogui code via ``/execute``.
+        A batch over the guest's advertised limits is not sent (none is split: the limits
+        bound one step's input, and a split batch would run past them).
+
+        Raises:
+            ActionBatchTooLargeError: the batch holds more actions or key presses than the
+                guest takes in one request.
+            GuestHTTPError: the guest refused or stopped the batch; a 422 with
+                ``limit == "max_seconds"`` ran out of time after ``executed`` actions.
         """
         batch = protocol.validate_actions(actions)
         if not batch:
             return {"status": "success", "executed": 0}
-        if self.info().extended:
-            return self._json("POST", "/actions", idempotent=False, json={"actions": batch})
+        info = self.info()
+        limits = self._action_limits(info)
+        if limits is not None:
+            try:
+                protocol.check_limits(batch, limits)
+            except protocol.ActionLimitError as e:
+                raise ActionBatchTooLargeError(e) from e
+        if info.extended:
+            # The guest answers within its budget plus the last action it started.
+            timeout = self.config.timeout + (limits.max_seconds if limits else 0.0)
+            body = {"actions": batch}
+            return self._json("POST", "/actions", idempotent=False, timeout=timeout, json=body)
         result = self.execute(["python", "-c", protocol.to_pyautogui_code(batch)])
         if result.returncode != 0:
             raise GuestProtocolError("/execute", f"pyautogui code failed: {result.error.strip()}")
         return {"status": "success", "executed": len(batch)}
+
+    @staticmethod
+    def _action_limits(info: GuestInfo) -> protocol.ActionLimits | None:
+        """The limits a batch must keep to on this guest (None: it has none we know of).
+
+        An official guest runs the batch as one ``python -c`` program under ``/execute``'s
+        120 s limit, and advertises nothing: it gets our guest's default limits, which keep
+        a batch to what an agent's step sends.
+        """
+        if info.action_limits is not None:
+            return info.action_limits
+        return None if info.extended else protocol.ActionLimits()
 
     # --- programs ----------------------------------------------------------------------
 

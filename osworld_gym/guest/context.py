@@ -13,6 +13,7 @@ from pathlib import Path
 
 from osworld_gym.guest.capture import ScreenCapture
 from osworld_gym.guest.connections import ConnectionLimits
+from osworld_gym.guest.protocol import ActionLimits
 from osworld_gym.guest.recorder import Recorder
 from osworld_gym.guest.settle import EventSettler
 from osworld_gym.guest.x11 import X11Session
@@ -37,6 +38,7 @@ class GuestConfig:
         open_file_timeout: Default seconds ``/setup/open_file`` waits for the window.
         official: Serve OSWorld's routes only, without this server's extensions.
         limits: Connection timeouts and caps.
+        action_limits: What one ``/actions`` request may ask: actions, key presses, seconds.
     """
 
     display: str
@@ -51,6 +53,7 @@ class GuestConfig:
     open_file_timeout: float = 60.0
     official: bool = False
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    action_limits: ActionLimits = field(default_factory=ActionLimits)
 
 
 # Variables that may carry the guest's token (ours, and the one OSWorld-image entrypoints read):

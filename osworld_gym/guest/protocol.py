@@ -22,11 +22,17 @@ are integer screen pixels; omitted points mean "where the pointer is")::
     mouse_up     x?, y?, button
 
 Key names are pyautogui's (``KEY_NAMES``), matched case-insensitively.
+
+One request's work is bounded (:class:`ActionLimits`): a batch may hold so many actions and
+press so many keys in all, and the guest stops between actions once its time budget is spent.
+Each guest advertises its limits in ``/health``; the client refuses a batch over them.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import asdict, dataclass
 from typing import Any
 
 PROTOCOL_VERSION = 1
@@ -168,6 +174,107 @@ def _validate_field(kind: str, name: str, value: object) -> Any:
     if name == "key":
         return normalize_key(value)
     raise AssertionError(f"unhandled field {name}")  # ACTION_FIELDS and this function disagree
+
+
+@dataclass(frozen=True)
+class ActionLimits:
+    """What one ``POST /actions`` request may ask of the guest.
+
+    The defaults are generous for agents (UI-TARS emits a handful of actions a step, a model's
+    whole answer is at most 32,768 characters; a press of every key name is 194 actions) and
+    keep one request to seconds: typing costs about 0.12 ms a key through XTEST and a hotkey
+    52 ms (its hold), so 50,000 typed keys take about 6 s and 256 hotkeys 13 s on an idle X
+    server, within the 30 s budget.
+
+    Attributes:
+        max_actions: Actions in one batch at most.
+        max_keys: Key presses in one batch at most (:func:`count_keys`: typed characters,
+            hotkey keys, presses, key downs and ups).
+        max_seconds: Wall-clock budget of one batch: once spent, the guest runs no further
+            action and answers how many ran. Checked between actions, so the last action
+            started may end past it (by at most one action's time).
+    """
+
+    max_actions: int = 256
+    max_keys: int = 50_000
+    max_seconds: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name in ("max_actions", "max_keys"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        seconds = self.max_seconds
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+            raise ValueError(f"max_seconds must be a number, got {seconds!r}")
+        if not math.isfinite(seconds) or seconds <= 0:
+            raise ValueError(f"max_seconds must be a finite positive number, got {seconds!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        """The limits as ``/health`` advertises them."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: object) -> ActionLimits:
+        """Limits read from ``/health`` (missing fields keep their defaults).
+
+        Raises:
+            ValueError: ``data`` is not an object of valid limits.
+        """
+        if not isinstance(data, dict):
+            raise ValueError(f"action limits must be an object, got {type(data).__name__}")
+        known = {k: v for k, v in data.items() if k in ("max_actions", "max_keys", "max_seconds")}
+        return cls(**known)
+
+
+class ActionLimitError(WireActionError):
+    """A batch asks for more than the guest's :class:`ActionLimits` allow.
+
+    Attributes:
+        limit: The name of the limit exceeded (``"max_actions"`` or ``"max_keys"``).
+        maximum: Its value.
+        requested: What the batch asked for.
+    """
+
+    def __init__(self, limit: str, maximum: int, requested: int) -> None:
+        what = "actions" if limit == "max_actions" else "key presses"
+        super().__init__(
+            f"the batch holds {requested} {what}; the guest takes at most {maximum} "
+            f"({limit}): send fewer"
+        )
+        self.limit = limit
+        self.maximum = maximum
+        self.requested = requested
+
+
+def count_keys(action: dict[str, Any]) -> int:
+    """Key presses a validated wire action makes (0 for pointer actions).
+
+    Example:
+        >>> count_keys({"kind": "press", "key": "a", "presses": 3})
+        3
+    """
+    kind = action["kind"]
+    if kind == "type":
+        return len(action["text"])
+    if kind == "hotkey":
+        return len(action["keys"])
+    if kind == "press":
+        return int(action["presses"])
+    return 1 if kind in ("key_down", "key_up") else 0
+
+
+def check_limits(batch: list[dict[str, Any]], limits: ActionLimits) -> None:
+    """Refuse a validated batch that asks for more than ``limits`` allow.
+
+    Raises:
+        ActionLimitError: too many actions, or too many key presses in all.
+    """
+    if len(batch) > limits.max_actions:
+        raise ActionLimitError("max_actions", limits.max_actions, len(batch))
+    keys = sum(count_keys(action) for action in batch)
+    if keys > limits.max_keys:
+        raise ActionLimitError("max_keys", limits.max_keys, keys)
 
 
 def validate_actions(actions: object) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from osworld_gym.version import __version__
 
 CAPABILITIES = (
     "actions",
+    "actions.limits",
     "screenshot.format",
     "screenshot.resize",
     "screenshot.settle",
@@ -53,6 +54,7 @@ def health(ctx: GuestContext, request: Request) -> Response:
             "display": ctx.config.display,
             "platform": platform.system(),
             "action_kinds": list(protocol.ACTION_KINDS),
+            "action_limits": ctx.config.action_limits.to_json(),
         }
     )
 
@@ -139,14 +141,31 @@ def _screenshot_into(ctx: GuestContext, options: ScreenshotOptions, segment: str
 
 
 def actions(ctx: GuestContext, request: Request) -> Response:
-    """``/actions`` (extension): run typed input actions in-process through XTEST."""
-    try:
-        batch = protocol.validate_actions(request.json().get("actions"))
-    except protocol.WireActionError as e:
-        raise HTTPError(400, str(e)) from e
-    start = time.perf_counter()
+    """``/actions`` (extension): run typed input actions in-process through XTEST.
+
+    A batch over the guest's :class:`~osworld_gym.guest.protocol.ActionLimits` is refused
+    before anything runs (413, naming the limit). Once the batch's time budget is spent, no
+    further action starts: the answer (422, ``limit: "max_seconds"``) says how many ran.
+    """
+    limits = ctx.config.action_limits
+    batch = _checked_batch(request.json().get("actions"), limits)
     with ctx.input_lock:
+        # The budget counts this request's own work, not its wait for another's to end.
+        start = time.monotonic()
+        deadline = start + limits.max_seconds
         for index, action in enumerate(batch):
+            if index and time.monotonic() >= deadline:
+                ctx.x11.sync()  # what ran has reached the X server before we answer
+                raise HTTPError(
+                    422,
+                    f"time budget of {limits.max_seconds:g} s spent after {index} of "
+                    f"{len(batch)} actions; the rest did not run (max_seconds)",
+                    limit="max_seconds",
+                    maximum=limits.max_seconds,
+                    executed=index,
+                    requested=len(batch),
+                    seconds=time.monotonic() - start,
+                )
             try:
                 _perform(ctx, action)
             except (ValueError, RuntimeError) as e:  # the action itself cannot be performed
@@ -158,9 +177,26 @@ def actions(ctx: GuestContext, request: Request) -> Response:
         {
             "status": "success",
             "executed": len(batch),
-            "seconds": time.perf_counter() - start,
+            "seconds": time.monotonic() - start,
         }
     )
+
+
+def _checked_batch(raw: object, limits: protocol.ActionLimits) -> list[dict[str, Any]]:
+    """The validated batch, or a 400 (malformed) or 413 (over a limit) with nothing run."""
+    try:
+        # Counted before validation too, so a huge list costs no per-action work.
+        if isinstance(raw, list) and len(raw) > limits.max_actions:
+            raise protocol.ActionLimitError("max_actions", limits.max_actions, len(raw))
+        batch = protocol.validate_actions(raw)
+        protocol.check_limits(batch, limits)
+    except protocol.ActionLimitError as e:
+        raise HTTPError(
+            413, str(e), limit=e.limit, maximum=e.maximum, requested=e.requested, executed=0
+        ) from e
+    except protocol.WireActionError as e:
+        raise HTTPError(400, str(e)) from e
+    return batch
 
 
 def _perform(ctx: GuestContext, action: dict[str, Any]) -> None:

@@ -7,7 +7,6 @@ written to a temporary file and renamed, so a failed upload never leaves a parti
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import tempfile
 import time
@@ -21,8 +20,15 @@ from osworld_gym.guest.context import GuestContext
 from osworld_gym.guest.http import HTTPError, Request, Response, os_string, path_error
 
 MAX_TREE_ENTRIES = 200_000
-DOWNLOAD_TIMEOUT = 300.0
+DOWNLOAD_TIMEOUT = 300.0  # seconds one read may stall
 DOWNLOAD_TRIES = 3
+# Bounds of one /setup/download_file request, tries included: a source that never ends
+# (file:///dev/zero, a server that drips a byte per minute) cannot hold it forever or fill
+# the disk. The deadline is below our client's wait for the answer (450 s); checked between
+# chunks, so a read that stalls may end past it by DOWNLOAD_TIMEOUT at most.
+DOWNLOAD_DEADLINE = 420.0
+MAX_DOWNLOAD_BYTES = 8 << 30
+_COPY_CHUNK = 1 << 20
 DOWNLOAD_SCHEMES = ("http", "https", "ftp", "file")
 # /file reads files that report at most this size itself, so the length it answers is what
 # it read: /proc files report 0 bytes and /sys files 4,096 whatever they hold.
@@ -173,7 +179,9 @@ def download_file(ctx: GuestContext, request: Request) -> Response:
     """``/setup/download_file``: fetch a URL from inside the desktop (3 tries).
 
     A URL that cannot be fetched at all and a path that cannot be written are refused at
-    once (400); only the fetch itself is tried again.
+    once (400); only the fetch itself is tried again. The whole request, tries included,
+    ends by :data:`DOWNLOAD_DEADLINE` (500) and writes at most :data:`MAX_DOWNLOAD_BYTES`
+    (413); a partial file never stays.
     """
     body = request.json()
     url, target = body.get("url"), body.get("path")
@@ -185,16 +193,22 @@ def download_file(ctx: GuestContext, request: Request) -> Response:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise path_error(e, f"create {path.parent}") from e
+    deadline = time.monotonic() + DOWNLOAD_DEADLINE
     last_error: Exception | None = None
-    for attempt in range(DOWNLOAD_TRIES):
-        if attempt:
-            time.sleep(min(2 ** (attempt - 1), 5))  # back-off between retries of a remote fetch
+    tries = 0
+    while tries < DOWNLOAD_TRIES:
+        if tries:
+            pause = min(2 ** (tries - 1), 5)
+            if time.monotonic() + pause >= deadline:
+                break  # no time left for another try
+            time.sleep(pause)  # back-off between retries of a remote fetch
+        tries += 1
         try:
-            size = _download(url, path)
+            size = _download(url, path, deadline)
             return Response.text(f"File downloaded successfully: {size} bytes")
         except (urllib.error.URLError, OSError, ValueError) as e:
             last_error = e
-    raise HTTPError(500, f"download of {url} failed after {DOWNLOAD_TRIES} tries: {last_error}")
+    raise HTTPError(500, f"download of {url} failed after {tries} tries: {last_error}")
 
 
 def _check_url(url: str) -> None:
@@ -218,17 +232,25 @@ def _check_url(url: str) -> None:
         raise HTTPError(400, f"url names no host: {url!r}")
 
 
-def _download(url: str, path: Path) -> int:
+def _download(url: str, path: Path, deadline: float) -> int:
+    """Fetch ``url`` into ``path`` (written beside it and renamed); its size in bytes.
+
+    Raises:
+        HTTPError: 413 when the file is larger than :data:`MAX_DOWNLOAD_BYTES`, 500 when the
+            request's deadline passed (neither worth another try), or 4xx/5xx for ``path``.
+        urllib.error.URLError, OSError, ValueError: the fetch failed (worth another try).
+    """
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".download-")
     except OSError as e:  # the folder is not writable: no try would do better
         raise path_error(e, f"write into {path.parent}") from e
     try:
+        stall = max(min(DOWNLOAD_TIMEOUT, deadline - time.monotonic()), 0.001)
         with (
-            urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT) as response,
+            urllib.request.urlopen(url, timeout=stall) as response,
             os.fdopen(fd, "wb") as f,
         ):
-            shutil.copyfileobj(response, f)
+            _copy_bounded(response, f, url, deadline)
             expected = response.headers.get("Content-Length")
         size = os.path.getsize(tmp)
         if expected is not None and int(expected) != size:
@@ -240,6 +262,24 @@ def _download(url: str, path: Path) -> int:
         return size
     finally:
         Path(tmp).unlink(missing_ok=True)
+
+
+def _copy_bounded(source: Any, target: Any, url: str, deadline: float) -> None:
+    """Copy a download in chunks, stopping at the size cap or the request's deadline.
+
+    Raises:
+        HTTPError: 413 past :data:`MAX_DOWNLOAD_BYTES`, 500 past ``deadline``.
+    """
+    # read1 returns what has arrived; read would wait for a whole chunk from a slow source.
+    read = getattr(source, "read1", source.read)
+    copied = 0
+    while chunk := read(_COPY_CHUNK):
+        copied += len(chunk)
+        if copied > MAX_DOWNLOAD_BYTES:
+            raise HTTPError(413, f"{url} holds more than {MAX_DOWNLOAD_BYTES} bytes")
+        if time.monotonic() >= deadline:
+            raise HTTPError(500, f"download of {url} did not finish within {DOWNLOAD_DEADLINE:g} s")
+        target.write(chunk)
 
 
 ROUTES = (

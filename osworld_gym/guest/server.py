@@ -8,7 +8,8 @@ It binds to loopback unless told otherwise, requires ``Authorization: Bearer <to
 request when a token is set (compared in constant time), caps request bodies, and answers JSON
 4xx errors to malformed requests; no request can stop it. Idle and slow connections are closed
 and their number capped (:mod:`osworld_gym.guest.connections`), so no client without the token
-can starve the one with it.
+can starve the one with it. One ``/actions`` request's work is bounded too (``--max-actions``,
+``--max-action-keys``, ``--action-seconds``; advertised in ``/health``).
 
 The token comes from ``--token-file``, an inherited descriptor (``--token-fd``) or the
 ``OSWORLD_GYM_GUEST_TOKEN`` variable, which the server removes from its environment: the
@@ -17,6 +18,7 @@ programs it starts never see the token.
 
 from __future__ import annotations
 
+import argparse
 import hmac
 import json
 import logging
@@ -39,6 +41,7 @@ from osworld_gym.guest.connections import (
 )
 from osworld_gym.guest.context import GuestConfig, GuestContext
 from osworld_gym.guest.http import HTTPError, Request, Response
+from osworld_gym.guest.protocol import ActionLimits
 from osworld_gym.guest.settle import presses_enter
 
 logger = logging.getLogger(__name__)
@@ -470,10 +473,15 @@ def parse_args(argv: list[str] | None = None, prog: str = "osworld-gym-guest") -
         type=int,
         help="open connections at most (default: the file limit less a reserve)",
     )
+    _add_action_limits(parser)
     add_log_level(parser, default="INFO")
     args = parser.parse_args(argv)
     if not args.display:
         parser.error("no display: pass --display or set DISPLAY")
+    try:
+        action_limits = ActionLimits(args.max_actions, args.max_action_keys, args.action_seconds)
+    except ValueError as e:
+        parser.error(str(e))
     forbid_inspection()
     token = read_token(args.token_file, args.token_fd)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(name)s %(message)s")
@@ -491,6 +499,30 @@ def parse_args(argv: list[str] | None = None, prog: str = "osworld-gym-guest") -
             idle_timeout=args.idle_timeout,
             max_connections=args.max_connections,
         ),
+        action_limits=action_limits,
+    )
+
+
+def _add_action_limits(parser: argparse.ArgumentParser) -> None:
+    """The options that bound one ``/actions`` request (advertised in ``/health``)."""
+    defaults = ActionLimits()
+    parser.add_argument(
+        "--max-actions",
+        type=int,
+        default=defaults.max_actions,
+        help="actions one /actions request may hold",
+    )
+    parser.add_argument(
+        "--max-action-keys",
+        type=int,
+        default=defaults.max_keys,
+        help="key presses (typed characters, hotkey keys, presses) one /actions request may make",
+    )
+    parser.add_argument(
+        "--action-seconds",
+        type=float,
+        default=defaults.max_seconds,
+        help="seconds one /actions request may run; no action starts after them",
     )
 
 
