@@ -305,17 +305,8 @@ class LocalDesktop(Desktop):
             install_wrappers(self.state_dir / "bin")
             self._hidden = sandbox.hidden_folders(sandbox.driver_folders())
             # This Python's own files (a venv or checkout under /home or /root), for the guest.
-            python = Path(config.python or sys.executable)
-            self._keep_visible = sandbox.hidden_paths(
-                [
-                    *sys.path,
-                    sys.prefix,
-                    sys.base_prefix,
-                    str(python.parent.parent),
-                    *sandbox.package_folders(),
-                ],
-                self._hidden,
-            )
+            python = config.python or sys.executable
+            self._keep_visible = sandbox.hidden_paths(sandbox.python_paths(python), self._hidden)
             self._masked = sandbox.answer_folders()
         else:
             self.runtime_dir = _runtime_dir(self.root, self.marker)

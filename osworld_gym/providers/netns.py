@@ -50,6 +50,7 @@ class _Pipe:
     to_send: dict[int, bytearray] = field(default_factory=dict)  # by the receiving fd
     ended: set[int] = field(default_factory=set)  # fds that sent EOF
     shut: set[int] = field(default_factory=set)  # fds whose writing side we shut down
+    dead: set[int] = field(default_factory=set)  # fds reset by their peer: nothing goes there
     watched: dict[int, int] = field(default_factory=dict)  # fd -> selector events
 
     def other(self, sock: socket.socket) -> socket.socket:
@@ -173,16 +174,12 @@ class PortForwarder:
         pipe = self._pipes.get(sock.fileno())
         if pipe is None:
             return
-        try:
-            if events & selectors.EVENT_WRITE:
-                self._send(pipe, sock)
-            if events & selectors.EVENT_READ:
-                self._receive(pipe, sock)
-        except OSError as e:  # a reset connection: both ends go
-            logger.debug("relay closed: %s", e)
-            self._drop(pipe)
-            return
-        if pipe.ended >= {pipe.a.fileno(), pipe.b.fileno()} and not any(pipe.to_send.values()):
+        if events & selectors.EVENT_WRITE:
+            self._send(pipe, sock)
+        if events & selectors.EVENT_READ:
+            self._receive(pipe, sock)
+        both = {pipe.a.fileno(), pipe.b.fileno()}
+        if pipe.ended >= both and not any(pipe.to_send.values()) or pipe.dead >= both:
             self._drop(pipe)
         else:
             self._update(pipe)
@@ -192,25 +189,59 @@ class PortForwarder:
             data = sock.recv(_CHUNK)
         except (BlockingIOError, InterruptedError):
             return
+        except OSError as e:  # reset: an end, and nothing more can go to it
+            logger.debug("relay: a side was reset: %s", e)
+            self._kill(pipe, sock)
+            return
         other = pipe.other(sock)
-        if data:
+        if data and other.fileno() not in pipe.dead:
             pipe.to_send[other.fileno()] += data
-        else:
+        elif not data:
             pipe.ended.add(sock.fileno())
         self._send(pipe, other)
 
     def _send(self, pipe: _Pipe, sock: socket.socket) -> None:
-        """Send what ``sock`` has to receive; pass an EOF on once nothing is left."""
+        """Send what ``sock`` has to receive; pass an EOF on once nothing is left.
+
+        A side that was reset gets nothing more, but what the other side still has to receive
+        (a server's error answer sent just before it closed) is delivered first.
+        """
+        if sock.fileno() in pipe.dead:
+            return
         buffer = pipe.to_send[sock.fileno()]
         try:
             while buffer:
                 del buffer[: sock.send(buffer)]
+            source = pipe.other(sock)
+            if source.fileno() in pipe.ended and sock.fileno() not in pipe.shut:
+                pipe.shut.add(sock.fileno())
+                sock.shutdown(socket.SHUT_WR)
         except (BlockingIOError, InterruptedError):
             return
-        source = pipe.other(sock)
-        if source.fileno() in pipe.ended and sock.fileno() not in pipe.shut:
-            pipe.shut.add(sock.fileno())
-            sock.shutdown(socket.SHUT_WR)
+        except OSError as e:
+            logger.debug("relay: a side was reset: %s", e)
+            self._kill(pipe, sock)
+
+    def _kill(self, pipe: _Pipe, sock: socket.socket) -> None:
+        """``sock`` was reset: it takes nothing more; the other side gets the rest, then the end.
+
+        What ``sock`` sent before its reset and the relay has not read yet (a server's error
+        answer to a request it refused midway) is read out first and delivered.
+        """
+        other = pipe.other(sock)
+        while True:
+            try:
+                data = sock.recv(_CHUNK)
+            except OSError:
+                break
+            if not data:
+                break
+            if other.fileno() not in pipe.dead:
+                pipe.to_send[other.fileno()] += data
+        pipe.dead.add(sock.fileno())
+        pipe.ended.add(sock.fileno())
+        pipe.to_send[sock.fileno()].clear()
+        self._send(pipe, other)
 
     def _update(self, pipe: _Pipe) -> None:
         """Watch each socket for what it can do now (reading waits while its peer is full)."""
@@ -219,7 +250,7 @@ class PortForwarder:
             events = 0
             if fd not in pipe.ended and not pipe.to_send[other]:
                 events |= selectors.EVENT_READ
-            if pipe.to_send[fd]:
+            if pipe.to_send[fd] and fd not in pipe.dead:
                 events |= selectors.EVENT_WRITE
             was = pipe.watched.get(fd, 0)
             if events == was:

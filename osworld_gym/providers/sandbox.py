@@ -206,6 +206,31 @@ def answer_folders() -> tuple[str, ...]:
     return tuple(os.path.realpath(folder) for folder in spec.submodule_search_locations)
 
 
+def python_paths(python: str) -> list[str]:
+    """What a desktop's Python needs shown of the driver's: its prefixes and package folders.
+
+    Not every ``sys.path`` entry: the driver's own folders there (its script's, an agent
+    module's) are the driver's, not the desktop's. Site and dist packages, anything under the
+    interpreter's prefixes (a venv's, the base one's) and ``osworld_gym`` itself (an editable
+    install keeps it off ``sys.path``) are kept.
+
+    Args:
+        python: The interpreter that runs the desktop's guest.
+    """
+    prefixes = [sys.prefix, sys.base_prefix, str(Path(python).parent.parent)]
+    packages = [
+        entry
+        for entry in sys.path
+        if entry
+        and (
+            "site-packages" in entry
+            or "dist-packages" in entry
+            or any(_under(os.path.realpath(entry), os.path.realpath(p)) for p in prefixes)
+        )
+    ]
+    return [*prefixes, *packages, *package_folders()]
+
+
 def package_folders() -> list[str]:
     """Where ``osworld_gym`` itself is (an editable install keeps it off ``sys.path``)."""
     import osworld_gym

@@ -26,7 +26,9 @@ JSON = {"Content-Type": "application/json"}
 
 @pytest.fixture(scope="module")
 def osworld_desktop() -> collections.abc.Iterator[LocalDesktop]:
-    with launch_desktop(use_token=False) as desktop:
+    # The host's network: download_file fetches from a server this module starts on the host's
+    # loopback (a private network reaches only the host ports named at launch).
+    with launch_desktop(use_token=False, network="host") as desktop:
         yield desktop
 
 

@@ -6,6 +6,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -279,3 +280,17 @@ def test_a_lost_race_with_a_host_mount_is_told_from_other_deaths() -> None:
     assert _lost_mount_race(race)
     assert not _lost_mount_race("desktop component 'wm' is not running (exit status 1): oops")
     assert not _lost_mount_race("bwrap: Can't find source path /nowhere: No such file")
+
+
+def test_a_desktop_sees_the_pythons_folders_not_the_drivers(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An agent module's folder on sys.path is the driver's: never shown to the desktop."""
+    agent = tmp_path / "my-agent"
+    packages = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    for folder in (agent, packages):
+        folder.mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [str(agent), str(packages), ""])
+    shown = sandbox.python_paths(sys.executable)
+    assert str(packages) in shown and str(agent) not in shown
+    assert sys.prefix in shown
