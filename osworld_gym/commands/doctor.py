@@ -256,6 +256,7 @@ def local_checks(launch: bool = True) -> list[Check]:
         )
     )
     checks.append(_sandbox_check())
+    checks.append(_limits_check())
     checks.append(_xlib_check())
     for module, package in (("Xlib", "python-xlib"), ("mss", "mss"), ("PIL", "pillow")):
         found = importlib.util.find_spec(module) is not None
@@ -291,6 +292,29 @@ def _sandbox_check() -> Check:
         )
     detail = f"works: {support.detail}" if support.ok else support.detail
     return Check("local", "sandbox", support.ok, detail, fix)
+
+
+def _limits_check() -> Check:
+    """Whether desktops get their memory, process and disk limits here (cgroups, root)."""
+    import uuid
+
+    from osworld_gym.providers.desktop_limits import (
+        DesktopCgroups,
+        DesktopLimits,
+        can_mount_capped,
+    )
+
+    groups = DesktopCgroups.create(f"doctor-{uuid.uuid4().hex[:8]}", DesktopLimits())
+    try:
+        have = sorted(group.controller for group in groups.groups)
+    finally:
+        groups.remove()
+    disk = "a size-capped disk" if can_mount_capped() else "files capped one by one (ulimit)"
+    ok = have == ["memory", "pids"] and can_mount_capped()
+    detail = f"cgroup controllers: {', '.join(have) or 'none'}; {disk}"
+    fix = None if ok else "run as root (or delegate the memory and pids cgroups to this user)"
+    # Not required: desktops run without the limits, but one desktop's excess is the host's.
+    return Check("local", "per-desktop limits", ok, detail, fix, required=False)
 
 
 def _xlib_check() -> Check:

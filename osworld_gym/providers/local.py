@@ -266,6 +266,8 @@ class LocalDesktop(Desktop):
 
     def __init__(self, config: LocalProviderConfig) -> None:
         super().__init__()
+        if config.network not in NETWORKS:  # before anything is made that would need undoing
+            raise ProviderError(f"network must be one of {NETWORKS}, not {config.network!r}")
         self.config = config
         self.marker = uuid.uuid4().hex
         self._bwrap = sandbox.require_bwrap() if config.sandbox else None
@@ -335,10 +337,9 @@ class LocalDesktop(Desktop):
         # What the window manager showed when new (None until one runs).
         self._wm_state: window_manager.WindowManagerState | None = None
         self._service_ports: list[PortReservation] = []
+        self._guest_reservation: PortReservation | None = None  # a private network's guest port
         # The sandbox's namespaces while its init runs (a list: the finalizer closes them).
         self._namespaces: list[sandbox.Namespaces] = []
-        if config.network not in NETWORKS:
-            raise ProviderError(f"network must be one of {NETWORKS}, not {config.network!r}")
         # A network of its own needs a sandbox; the relay to it lives while its init does.
         self.private_network = config.network == "private" and self.folders is not None
         self._forwarders: list[PortForwarder] = []
@@ -362,8 +363,9 @@ class LocalDesktop(Desktop):
             # forwards each to its number), so desktops can share the host's network.
             self._service_ports.extend(reserve_port() for _ in OSWORLD_SERVICE_PORTS)
             if self.private_network:
-                # The guest's, relayed the same way; the last reservation (see guest_port).
-                self._service_ports.append(reserve_port())
+                # The guest's, relayed the same way (released with the others at teardown).
+                self._guest_reservation = reserve_port()
+                self._service_ports.append(self._guest_reservation)
             if self.folders is not None:
                 # A reserved port is unique among the host's live desktops: so is the uid.
                 self.identity = HostIdentity.for_desktop(self._service_ports[0].port)
@@ -1097,8 +1099,8 @@ class LocalDesktop(Desktop):
 
     def _start_guest(self, deadline: float) -> None:
         """Start the guest, on its previous port when it had one (clients stay valid)."""
-        if self.private_network:  # its own loopback: the relayed port is free there
-            self._spawn_guest(deadline, self._service_ports[-1].port)
+        if self._guest_reservation is not None:  # its own loopback: the relayed port is free
+            self._spawn_guest(deadline, self._guest_reservation.port)
             return
         if self._port:
             try:
