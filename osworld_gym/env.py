@@ -49,6 +49,7 @@ from osworld_gym.evaluation.getters import EvalContext
 from osworld_gym.providers import Desktop, Provider, ProviderConfig, make_provider, processes
 from osworld_gym.task_setup import SetupContext, SetupInterpreter
 from osworld_gym.tasks import Task, TaskSet, load_tasks
+from osworld_gym.tasks.requirements import task_requirements
 
 logger = logging.getLogger(__name__)
 
@@ -261,7 +262,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
                 report = self._timed(timings, "setup", self._interpreter(task).run, task.config)
                 assert self._desktop is not None
                 self._desktop.quick_check()  # a part that died during the setup: relaunch
-                return report.warnings
+                return [*report.warnings, *self._network_warnings(task)]
             except _INFRA_ERRORS as e:
                 last_error = e
                 logger.warning("reset attempt %d for %s failed: %s", attempt + 1, task.id, e)
@@ -270,6 +271,24 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
             f"could not prepare a desktop for task {task.id} after "
             f"{self.config.restart_attempts + 1} attempts: {last_error}"
         ) from last_error
+
+    def _network_warnings(self, task: Task) -> list[str]:
+        """Why ``task`` may not be scorable on this desktop's network (empty when it is).
+
+        A local desktop's private network has no internet: a task that loads live pages
+        would end in a zero that says nothing, so the reset's ``setup_warnings`` say it.
+        """
+        if not getattr(self._desktop, "private_network", False):
+            return []
+        live = task_requirements(task).live_web
+        if not live:
+            return []
+        message = (
+            f"{task.id} needs the live web ({live[0]}), which this desktop's private network "
+            "does not reach: LocalProviderConfig(network='host') gives it the host's network"
+        )
+        logger.warning("%s", message)
+        return [message]
 
     def _fresh_desktop(self) -> None:
         if self._desktop is not None and self._healthy:

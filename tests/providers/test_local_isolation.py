@@ -232,3 +232,27 @@ def test_the_bundled_suites_answers_are_masked() -> None:
             assert code == 0 and out == "", folder
         # The library itself is still there for the guest.
         assert _sh(desktop, "python3 -c 'import sys' && echo ok")[1] == "ok\n"
+
+
+def test_a_task_that_needs_the_live_web_is_flagged_on_a_private_network() -> None:
+    """No internet inside a private network: the reset says so instead of a silent zero."""
+    from desktop_helpers import SMALL_SCREEN
+
+    from osworld_gym.env import OSWorldEnv
+    from osworld_gym.providers.local import LocalProviderConfig
+
+    task = {
+        "id": "needs-the-web",
+        "instruction": "Read the page.",
+        "config": [{"type": "launch", "parameters": {"command": ["true", "https://example.com/"]}}],
+        "evaluator": {"func": "infeasible"},
+    }
+    for network, flagged in (("private", True), ("host", False)):
+        provider = LocalProviderConfig(screen_size=SMALL_SCREEN, network=network)
+        env = OSWorldEnv(tasks=[task], provider=provider, screen_size=SMALL_SCREEN)
+        try:
+            _, info = env.reset(options={"task_id": "needs-the-web"})
+        finally:
+            env.close()
+        warned = [w for w in info["setup_warnings"] if "private network" in w]
+        assert bool(warned) == flagged, info["setup_warnings"]
