@@ -51,7 +51,8 @@ BASE_LABEL = "org.osworld-gym.base"
 
 # The project layer. The base has no metadata (docker import), so everything is set here.
 # MOZ_APP_REMOTINGNAME: Thunderbird's window class as on OSWorld's Ubuntu (see the local
-# provider's environment).
+# provider's environment). No USER: the entrypoint starts as root to keep the guest's token
+# from the desktop's user `user`, as whom it runs every desktop program (osworld-gym-desktop).
 _DOCKERFILE = """\
 FROM {base}
 COPY bundle /tmp/osworld-gym-bundle
@@ -60,7 +61,6 @@ RUN sh /tmp/osworld-gym-bundle/install_project.sh /tmp/osworld-gym-bundle \\
 ENV LANG=C.UTF-8 \\
     PATH=/opt/osworld-gym/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\
     MOZ_APP_REMOTINGNAME=thunderbird
-USER user
 WORKDIR /home/user
 ENTRYPOINT ["/usr/local/bin/osworld-gym-desktop"]
 """

@@ -5,12 +5,22 @@ Two kinds of image run:
 * ours, ``osworld-gym/desktop`` (built by ``vm_images/``, see
   :mod:`osworld_gym.providers.docker_image`): Xvfb, openbox, the apps and our guest server
   start in about a second, so a reset is a fresh container from the image: every trace of the
-  episode (files, processes, settings) is gone. Containers use host networking (engines
-  started with ``--bridge=none`` have no other network) and the guest binds a reserved
-  loopback port (:mod:`osworld_gym.providers.ports`) with a random token. The token goes in as
-  a file (``/run/osworld-gym/guest-token``, mode 0600, copied into the created container
-  before it starts), never as an environment variable: ``docker inspect`` and the desktop's
-  programs do not see it.
+  episode (files, processes, settings) is gone. On a local engine each container has a
+  network namespace of its own (``network_mode="none"``, ``network="private"``): a loopback of
+  its own and no route anywhere, so the host's loopback services and the other desktops'
+  guests are out of its reach; this host reaches the guest and the CDP and VLC ports through
+  a relay into that namespace (:mod:`osworld_gym.providers.docker_network`), on reserved
+  loopback ports (:mod:`osworld_gym.providers.ports`) that are the same numbers inside.
+  ``network="host"`` (and every remote engine) shares the engine host's network instead,
+  the guest binding its reserved port there. Containers lack ``CAP_NET_RAW``, so not even
+  ``sudo`` inside can read the loopback's traffic.
+  The guest requires a random token, which goes in as a file readable by root only
+  (``/run/osworld-gym/guest-token``, copied into the created container before it starts),
+  never as an environment variable. The entrypoint, root, reads and removes it, starts every
+  desktop program as user ``user`` and hands the token to the guest (``user`` too) on a pipe;
+  the guest makes itself non-dumpable first. So neither ``docker inspect`` nor any file,
+  environment, command line or memory the desktop's programs (``sudo`` included) can read
+  holds it.
   ``reset_mode="session"`` resets in place instead (cheaper than a new container): a ``docker
   exec`` of ``osworld-gym-reset-session`` as root kills every process but Xvfb, openbox and
   the guest, restores ``/home/user`` from the snapshot the image took at build time, cleans
@@ -59,6 +69,7 @@ from osworld_gym.errors import DesktopDiedError, GuestError, ProviderError
 from osworld_gym.guest.client import ClientConfig, GuestClient
 from osworld_gym.providers.base import Desktop, Provider, ProviderConfig
 from osworld_gym.providers.docker_client import connect, docker_sdk, engine_host, is_loopback
+from osworld_gym.providers.docker_network import forward_into
 from osworld_gym.providers.ports import PortReservation, reserve_port
 from osworld_gym.providers.services import (
     HOST_FACING_SERVICES,
@@ -87,7 +98,14 @@ _LOG_TAIL_LINES = 30
 SESSION_RESET_COMMAND = "/usr/local/bin/osworld-gym-reset-session"
 # Where our image's guest finds its token (osworld-gym-desktop's OSWORLD_GUEST_TOKEN_FILE).
 TOKEN_FILE = "/run/osworld-gym/guest-token"
-_GUEST_UID = 1000  # user `user` of our image, who runs the guest and must read the token
+# Root: the entrypoint reads the file as root and removes it; the desktop's user never can.
+_TOKEN_OWNER_UID = 0
+NETWORKS = ("private", "host")  # DockerProviderConfig.network
+# The host name of a container with a network of its own (the same after every reset).
+DESKTOP_HOSTNAME = "osworld-desktop"
+# The capability to read raw packets: `sudo` in a desktop would read the guest's token off
+# the loopback (the relay's requests, or every desktop's on a shared host network).
+_DROPPED_CAPABILITIES = ("NET_RAW",)
 # Guests of remote engines bind this address of the engine's host; tunnels lead there.
 _ENGINE_LOOPBACK = "127.0.0.1"
 _GUEST_PORT_NAME = "guest"  # the guest server's entry among a desktop's reached ports
@@ -134,6 +152,16 @@ class DockerProviderConfig(ProviderConfig):
             trace gone, also outside HOME). ``"session"``: reset inside the running container
             (processes killed, HOME and ``/tmp`` restored, session restarted; about twice as
             fast), falling back to a recreate when that fails. Ours only.
+        network: Our containers on a local engine. ``"private"``: a network namespace of
+            their own (``network_mode="none"``): their own loopback and nothing else, so
+            neither the host's loopback services (a vLLM server, Ray's dashboard) nor other
+            desktops' guests are reachable, and no internet; this host reaches the guest, CDP
+            and VLC ports through a relay into it (entering it needs root). ``"host"``: the
+            host's network, loopback services and internet included. A remote engine's
+            containers always share its host's network (reached through SSH tunnels); the
+            official image keeps its bridge.
+        host_ports: Ports of this host's loopback that a ``"private"`` desktop may reach, at
+            the same port on its own loopback (a page server for its browser in a test).
     """
 
     image: str = "osworld-gym/desktop:latest"
@@ -155,8 +183,14 @@ class DockerProviderConfig(ProviderConfig):
     cpu_cores: int = 4
     kvm: bool | None = None
     reset_mode: Literal["recreate", "session"] = "recreate"
+    network: Literal["private", "host"] = "private"
+    host_ports: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.network not in NETWORKS:
+            raise ValueError(f"network must be one of {NETWORKS}, not {self.network!r}")
+        if any(not 0 < port < 65536 for port in self.host_ports):
+            raise ValueError(f"host_ports must be TCP ports, not {self.host_ports!r}")
         if self.reset_mode not in ("recreate", "session"):
             raise ValueError(f"reset_mode must be 'recreate' or 'session', not {self.reset_mode!r}")
         if self.official and self.reset_mode == "session":
@@ -221,6 +255,21 @@ class DockerProviderConfig(ProviderConfig):
             return self.guest_ssh
         assert self.engine_url is not None  # _resolve_transport checked it is ssh://
         return SSHConfig.from_openssh_config(self.engine_url)
+
+    @property
+    def private_network(self) -> bool:
+        """Whether our containers get a network namespace of their own, relayed from here.
+
+        Only where this host runs the engine and reaches the guests on its own loopback: the
+        relay enters the containers' namespaces from here.
+        """
+        return (
+            self.network == "private"
+            and not self.official
+            and self.transport == "direct"
+            and is_loopback(engine_host(self.engine_url))
+            and is_loopback(self.reaches_guest_at)
+        )
 
     def use_kvm(self) -> bool:
         """Whether official containers get ``/dev/kvm``."""
@@ -291,8 +340,9 @@ def container_spec(
         token: The guest's token (ours only), or None for a guest without one.
         labels: Ownership labels.
         service_ports: Host ports for OSWorld's in-desktop services by name (``"cdp"``,
-            ``"chrome_debugging"``, ``"vlc"``): our image's wrappers use them (its containers
-            share the host's network); the official image's are published there.
+            ``"chrome_debugging"``, ``"vlc"``): our image's wrappers use them, the same
+            numbers inside a private network as on the host; the official image's are
+            published there.
     """
     service_ports = dict(service_ports or {})
     spec: dict[str, Any] = {
@@ -320,15 +370,25 @@ def container_spec(
     }
     if token:
         environment["OSWORLD_GUEST_TOKEN_FILE"] = TOKEN_FILE
-    spec.update(image=config.image, environment=environment, network_mode="host")
+    spec.update(image=config.image, environment=environment, cap_drop=list(_DROPPED_CAPABILITIES))
+    if config.private_network:
+        # The engine names no host in /etc/hosts without a network; sudo looks its own up.
+        spec.update(
+            network_mode="none",
+            hostname=DESKTOP_HOSTNAME,
+            extra_hosts={DESKTOP_HOSTNAME: "127.0.1.1"},
+        )
+    else:
+        spec["network_mode"] = "host"
     return spec
 
 
-def token_archive(token: str, path: str = TOKEN_FILE, uid: int = _GUEST_UID) -> bytes:
+def token_archive(token: str, path: str = TOKEN_FILE, uid: int = _TOKEN_OWNER_UID) -> bytes:
     """A tar archive, to extract at ``/``, holding ``token`` at ``path`` for user ``uid`` only.
 
-    Its folder (mode 0700) and the file (0600) belong to ``uid``; the engine keeps the
-    owners of ``put_archive`` entries.
+    Its folder (mode 0700) and the file (0600) belong to ``uid`` (root: the entrypoint reads
+    the file and removes it before any desktop program starts); the engine keeps the owners
+    of ``put_archive`` entries.
     """
     buffer = io.BytesIO()
     data = token.encode()
@@ -540,7 +600,8 @@ class DockerProvider(Provider):
 
 
 def _remove(state: dict[str, Any]) -> None:
-    """Remove the desktop's container, tunnels and ports (also the GC finalizer)."""
+    """Remove the desktop's container, relay, tunnels and ports (also the GC finalizer)."""
+    _close_forwarder(state)
     container = state.pop("container", None)
     if container is not None:
         _remove_container(container)
@@ -554,6 +615,13 @@ def _remove(state: dict[str, Any]) -> None:
         reservation.release()
     for service in state.pop("service_ports", []):
         service.release()
+
+
+def _close_forwarder(state: dict[str, Any]) -> None:
+    """Stop relaying into the container's network namespace (it goes with the container)."""
+    forwarder = state.pop("forwarder", None)
+    if forwarder is not None:
+        forwarder.close()
 
 
 def _remove_container(container: Any) -> None:
@@ -713,6 +781,7 @@ class DockerDesktop(Desktop):
             self._reached_ports[name] = tunnels[name].local_port
 
     def _remove_current(self) -> None:
+        _close_forwarder(self._state)
         container = self._state.pop("container", None)
         if container is not None:
             _remove_container(container)
@@ -732,11 +801,24 @@ class DockerDesktop(Desktop):
         errors = docker_sdk().errors
         try:
             self._state["container"] = start_container(self.provider.client, spec, self._token)
+            if self.config.private_network:
+                self._start_forwarder()
         except errors.DockerException as e:
             raise ProviderError(f"docker could not start {spec['name']}: {e}") from e
         self._wait_until_ready(time.monotonic() + self.config.boot_timeout)
         if self._token:
             self._check_token_required()
+
+    def _start_forwarder(self) -> None:
+        """Relay the guest's, CDP's and VLC's host ports into the new container's network."""
+        inbound = (self.port, *(self.service_ports[name] for name in HOST_FACING_SERVICES))
+        try:
+            self._state["forwarder"] = forward_into(
+                self.container, inbound, tuple(self.config.host_ports)
+            )
+        except ProviderError:
+            self._check_impl()  # a container that exited at once: say why (its log)
+            raise
 
     def _check_token_required(self) -> None:
         """Refuse a guest that answers a request without the token.

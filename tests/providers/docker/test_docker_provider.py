@@ -52,7 +52,7 @@ def test_launch_reset_close(provider: DockerProvider, our_containers) -> None:
         host_config = container.attrs["HostConfig"]
         assert host_config["NanoCpus"] == 1_000_000_000
         assert host_config["Memory"] == 1 << 30
-        assert host_config["NetworkMode"] == "host"
+        assert host_config["NetworkMode"] == "none"  # its own network (test_docker_isolation)
         assert container.labels[RUN_LABEL] == provider.run_id
         assert container.labels[PID_LABEL] == str(os.getpid())
         assert [c.name for c in our_containers()] == [container.name]
@@ -152,13 +152,15 @@ def test_missing_image_is_a_clear_error(docker_engine) -> None:
         DockerProvider(DockerProviderConfig(image="osworld-gym/desktop:no-such-tag"))
 
 
+@pytest.mark.parametrize("network", ["private", "host"])
 def test_host_x_servers_do_not_capture_the_container_apps(
-    guest_image: str, tmp_path, our_containers
+    guest_image: str, tmp_path, our_containers, network: str
 ) -> None:
     """A host X server on the display number a container asks for stays out of it.
 
-    Containers share the host's abstract socket namespace (host networking), and X clients try
-    the abstract socket first: the entrypoint must move to a number nobody uses there.
+    With host networking, containers share the host's abstract socket namespace, and X clients
+    try the abstract socket first: the entrypoint must move to a number nobody uses there. A
+    network of its own has its own abstract sockets: the number is free there.
     """
     host_x = subprocess.Popen(
         ["Xvfb", "-screen", "0", "640x480x24", "-nolisten", "tcp", "-displayfd", "1"],
@@ -170,12 +172,15 @@ def test_host_x_servers_do_not_capture_the_container_apps(
         assert host_x.stdout is not None
         number = int(host_x.stdout.readline())
         config = DockerProviderConfig(
-            image=guest_image, screen_size=SCREEN, extra_env=(("OSWORLD_DISPLAY", str(number)),)
+            image=guest_image,
+            screen_size=SCREEN,
+            extra_env=(("OSWORLD_DISPLAY", str(number)),),
+            network=network,
         )
         with DockerProvider(config).launch() as desktop:
             assert desktop.client.info().screen_size == SCREEN
             display = desktop.client.execute("echo $DISPLAY", shell=True).output.strip()
-            assert display != f":{number}"
+            assert (display == f":{number}") is (network == "private")
             dims = desktop.client.execute("xdpyinfo | grep dimensions", shell=True).output
             assert f"{SCREEN[0]}x{SCREEN[1]} pixels" in dims
     finally:

@@ -130,12 +130,13 @@ def test_ssh_engine_login_is_read_as_the_docker_sdk_reads_it(
     assert ssh == SSHConfig(host="10.1.2.3", port=22, username="ops")
 
 
-def test_token_archive_holds_a_file_only_the_guest_user_reads() -> None:
+def test_token_archive_holds_a_file_only_root_reads() -> None:
     with tarfile.open(fileobj=io.BytesIO(token_archive("s3cret")), mode="r") as tar:
         folder, entry = tar.getmembers()
         assert "/" + folder.name == str(Path(TOKEN_FILE).parent) and folder.isdir()
         assert "/" + entry.name == TOKEN_FILE and entry.isfile()
         assert (folder.mode, entry.mode) == (0o700, 0o600)
-        assert {folder.uid, folder.gid, entry.uid, entry.gid} == {1000}
+        # Root's: the entrypoint reads it and removes it; the desktop's user never can.
+        assert {folder.uid, folder.gid, entry.uid, entry.gid} == {0}
         extracted = tar.extractfile(entry)
         assert extracted is not None and extracted.read() == b"s3cret"

@@ -15,6 +15,7 @@ from osworld_gym.providers import make_provider
 from osworld_gym.providers.docker_image import _content_hash
 from osworld_gym.providers.docker_provider import (
     BOOT_LABEL,
+    DESKTOP_HOSTNAME,
     OWNER_LABEL,
     PID_LABEL,
     PID_START_LABEL,
@@ -30,11 +31,14 @@ REPO = Path(__file__).resolve().parents[3]
 LABELS = {"osworld-gym.run": "r1"}
 
 
-def test_our_image_runs_on_host_network_with_limits_and_token() -> None:
+def test_our_image_runs_in_a_network_of_its_own_with_limits_and_token() -> None:
     config = DockerProviderConfig(screen_size=(1280, 720), cpus=1.5, memory="2g")
     spec = container_spec(config, name="c0", port=24001, token="s3cret", labels=LABELS)
     assert spec["image"] == "osworld-gym/desktop:latest"
-    assert spec["network_mode"] == "host" and "ports" not in spec
+    assert spec["network_mode"] == "none" and "ports" not in spec
+    assert spec["hostname"] == DESKTOP_HOSTNAME
+    assert spec["extra_hosts"] == {DESKTOP_HOSTNAME: "127.0.1.1"}
+    assert spec["cap_drop"] == ["NET_RAW"]
     # The token itself goes in as a file (token_archive), never in the environment.
     assert spec["environment"] == {
         "OSWORLD_GUEST_HOST": "127.0.0.1",
@@ -51,6 +55,25 @@ def test_our_image_runs_on_host_network_with_limits_and_token() -> None:
     )
     assert "nano_cpus" not in unlimited and "mem_limit" not in unlimited
     assert "OSWORLD_GUEST_TOKEN_FILE" not in unlimited["environment"]
+
+
+def test_host_network_when_asked_or_for_remote_engines() -> None:
+    asked = DockerProviderConfig(network="host")
+    remote = DockerProviderConfig(base_url="ssh://user@10.1.2.3")
+    direct = DockerProviderConfig(
+        base_url="tcp://10.1.2.3:2375", guest_transport="direct", guest_host="10.1.2.3"
+    )
+    for config in (asked, remote, direct):
+        assert not config.private_network
+        spec = container_spec(config, name="c0", port=24001, token=None, labels={})
+        assert spec["network_mode"] == "host" and "hostname" not in spec
+        assert spec["cap_drop"] == ["NET_RAW"]  # no sniffing of the host's loopback either
+    assert DockerProviderConfig().private_network
+    assert DockerProviderConfig(base_url="unix:///run/docker.sock").private_network
+    with pytest.raises(ValueError, match="network must be one of"):
+        DockerProviderConfig(network="bridge")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="host_ports"):
+        DockerProviderConfig(host_ports=(0,))
 
 
 def test_remote_engines_bind_loopback_and_are_reached_through_ssh() -> None:
