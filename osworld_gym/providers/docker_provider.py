@@ -693,6 +693,11 @@ class DockerDesktop(Desktop):
         return service_urls(self.config.reaches_guest_at, services)
 
     @property
+    def private_network(self) -> bool:
+        """Whether the container has a network of its own (no internet, no host services)."""
+        return self.config.private_network
+
+    @property
     def tunnels(self) -> dict[str, SSHTunnel]:
         """The SSH tunnels by name (``"guest"``, ``"cdp"``, ``"vlc"``); empty unless ``"ssh"``."""
         return dict(self._state.get("tunnels", {}))
