@@ -285,7 +285,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
             return []
         message = (
             f"{task.id} needs the live web ({live[0]}), which this desktop's private network "
-            "does not reach: LocalProviderConfig(network='host') gives it the host's network"
+            "does not reach: the provider's network='host' gives it the host's network"
         )
         logger.warning("%s", message)
         return [message]

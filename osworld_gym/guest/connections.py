@@ -40,6 +40,12 @@ _RECV = 65536
 _RESERVED_FDS = 64
 
 
+# A connection closed after its answer waits this long, and reads at most this much, for the
+# client to stop sending (Connection.finish).
+_LINGER_SECONDS = 1.0
+_LINGER_BYTES = 16 << 20
+
+
 @dataclass(frozen=True)
 class ConnectionLimits:
     """How long and how many connections the guest keeps.
@@ -93,6 +99,33 @@ class Connection:
                 self.sock.close()
             except OSError:
                 pass
+
+    def finish(self) -> None:
+        """Close after an answer, so that all of it reaches a client that is still sending.
+
+        Closed with input unread (a body refused midway), the socket would be reset by the
+        kernel, which throws away the part of the answer not yet delivered. So the sending
+        side is shut first and what the client still sends is read and dropped, for at most
+        :data:`_LINGER_SECONDS` and :data:`_LINGER_BYTES`, then the socket closed.
+        """
+        if self.closed:
+            return
+        try:
+            self.sock.shutdown(socket.SHUT_WR)
+            deadline = time.monotonic() + _LINGER_SECONDS
+            drained = 0
+            while drained < _LINGER_BYTES:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self.sock.settimeout(remaining)
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    break
+                drained += len(chunk)
+        except OSError:  # reset, or timed out: nothing more to wait for
+            pass
+        self.close()
 
     def head_complete(self) -> bool:
         """Whether ``pending`` holds a whole request head (or a line http.server answers alone).
@@ -448,6 +481,8 @@ class ConnectionServer(socketserver.TCPServer):
                 keep = self.run_request(conn)
             except Exception:  # noqa: BLE001 - one connection's failure must not stop others
                 logger.exception("error serving a connection from %s", conn.address)
+            if not keep or self._stop.is_set():
+                conn.finish()  # before the lock: it may wait a moment for the client
             with self._lock:
                 if keep and not self._stop.is_set():
                     self._returned.append(conn)

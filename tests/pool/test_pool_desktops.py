@@ -107,20 +107,25 @@ def kill_desktops(pool: EnvPool, stop: threading.Event, kills: list[tuple[int, s
         stop.wait(rng.uniform(0.3, 1.0))
 
 
-def test_hung_desktop_is_abandoned_and_relaunched(tmp_path: Path) -> None:
-    """A frozen guest (SIGSTOP) hangs a step: the pool cuts it, stops that desktop, goes on."""
+def test_frozen_guest_is_cut_and_relaunched(tmp_path: Path) -> None:
+    """A frozen guest (SIGSTOP) ends its step as an infrastructure fault; the others go on.
+
+    The local desktop sees the stopped guest at its next check, so the step ends at once
+    rather than at the pool's step timeout (which stays the net for hangs nothing can see:
+    test_pool.py covers it with a hung env).
+    """
     config = PoolConfig(step_timeout=5.0)
     with EnvPool(spec(tmp_path), num_envs=2, config=config) as pool:
         pool.reset(options={"task_id": INFEASIBLE})
         (pids,) = pool.call(desktop_pids, env_ids=[0])
         os.kill(pids["guest"], signal.SIGSTOP)
         pool.send([Wait(seconds=0.1), Wait(seconds=0.1)])
-        (fast,) = pool.recv(min_results=1, max_results=1)
-        assert fast.env_id == 1 and not fast.done
-        (cut,) = pool.recv(timeout=60)
-        assert cut.env_id == 0 and cut.truncated and "hung" in cut.infra_error
-        wait_until(lambda: not psutil.pid_exists(pids["guest"]), timeout=30, message="stopped")
+        results = {r.env_id: r for r in pool.recv(min_results=2, timeout=60)}
+        assert not results[1].done
+        cut = results[0]
+        assert cut.truncated and ("stopped" in cut.infra_error or "hung" in cut.infra_error)
         assert pool.reset(env_ids=[0], options={"task_id": INFEASIBLE})[0].ok
+        wait_until(lambda: not psutil.pid_exists(pids["guest"]), timeout=30, message="stopped")
         assert pool.step([Fail()], env_ids=[0])[0].reward == 1.0
     assert processes_under(tmp_path) == []
 
