@@ -136,6 +136,10 @@ def write_identity(state: Path) -> None:
         (state / name).write_text("\n".join(lines) + "\n")
 
 
+# Hidden folders with a desktop folder mounted right over them (not to be made read-only).
+_COVERED = ("/tmp", "/var/tmp")
+
+
 def _visible(paths: tuple[str, ...], hidden: tuple[str, ...]) -> list[str]:
     """Arguments that show ``paths`` read-only over the hidden folders, reachable.
 
@@ -441,6 +445,12 @@ def wrap(
         "--ro-bind", str(folders.state / "group"), "/etc/group",
         *_visible(keep_visible, hidden),
         *[word for path in masked for word in ("--tmpfs", path)],
+        # The empty folders read-only once their mount points are made: a desktop (whose
+        # user owns them in an ordinary launcher's user namespace) could otherwise keep files
+        # there, in the memory of a component that outlives a reset. /tmp and /var/tmp are
+        # covered by the desktop's own folders.
+        *[word for path in (*hidden, *masked) if path not in _COVERED
+          for word in ("--remount-ro", path)],  # fmt: skip
         "--chdir", DESKTOP_HOME,
         "--",
         *program,

@@ -256,3 +256,11 @@ def test_a_task_that_needs_the_live_web_is_flagged_on_a_private_network() -> Non
             env.close()
         warned = [w for w in info["setup_warnings"] if "private network" in w]
         assert bool(warned) == flagged, info["setup_warnings"]
+
+
+def test_the_folders_hiding_the_hosts_are_read_only() -> None:
+    """Nothing can be kept in the empty folders over /root, /run or the driver's folders."""
+    with launch_desktop() as desktop:
+        for folder in ("/root", "/run", "/home", "/mnt"):
+            code, _, err = _sh(desktop, f"touch {folder}/planted")
+            assert code != 0 and "Read-only file system" in err, (folder, err)
