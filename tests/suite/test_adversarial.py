@@ -1,0 +1,145 @@
+"""The adversarial suite on ``local`` desktops (issue 35, item 6): a policy that acts only through
+``env.step`` tries to game the reward, persist over resets, read answers and secrets, and leave
+the desktop; the next episode must score and look as on a fresh desktop.
+
+The attacks and their judges live in ``tests/adversarial_cases.py`` (``benchmarks/adversarial.py``
+runs the same battery and prints a table). One env serves the module: each group of cases is one
+attack episode, a reset and the checks, run when its first test asks (a few seconds each). The
+groups that scan the whole file system and every process's memory are ``slow``.
+
+A case the library fails today is marked ``xfail(strict=True)`` with what leaks: the check is not
+weakened, and the mark must go when the library closes the hole.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+from pathlib import Path
+
+import pytest
+from adversarial_cases import (
+    CASES,
+    CHECK_TASK,
+    GROUP_OF,
+    GROUPS,
+    SKIPPED,
+    Agent,
+    Battery,
+    attack,
+)
+from desktop_helpers import launch_desktop
+from PIL import Image
+
+from osworld_gym import load_tasks
+from osworld_gym.actions import TypeText
+from osworld_gym.env import OSWorldEnv
+from osworld_gym.tasks import TaskSet
+
+pytestmark = [pytest.mark.desktop, pytest.mark.apps]
+SCREEN = (1280, 720)
+
+# What the library leaks today, by case: the reason is the evidence the battery printed.
+KNOWN_LEAKS = {
+    "oracle-scripts": "osworld_gym/commands/oracles (the scripted solution of every "
+    "desktop-basics task) is readable in the desktop: the library folder is shown whole",
+    "screen-size": "xrandr --fb 800x600 in the desktop makes every /screenshot fail (X11 "
+    "BadMatch): the episode ends as an infrastructure fault, which the pool re-runs",
+    "kill-guest": "the desktop's user may kill -9 the guest server (same uid): the episode ends "
+    "as an infrastructure fault instead of being scored",
+    "kill-window-manager": "the desktop's user may kill -9 openbox: the guest reports the "
+    "window manager stopped and the episode ends as an infrastructure fault",
+}
+
+
+# The sandbox shows the host's file system but for hidden roots and the masked suites: files
+# that answer tasks elsewhere on the host show through. Whether there are any depends on the
+# host (here: the qemu image build's root file system under /var/cache/osworld-gym holds the
+# suites, and OSWorld's task files sit beside the checkout), so these xfail where they leak.
+FILES_ON_THE_HOST = "answers in other files of this host are readable from the desktop"
+
+
+def _param(name: str, leaks: dict[str, str]) -> object:
+    marks = [pytest.mark.xfail(strict=True, reason=leaks[name])] if name in leaks else []
+    if any(g.slow for g in GROUPS if g.name == GROUP_OF.get(name, name)):
+        marks.append(pytest.mark.slow)
+    return pytest.param(name, marks=marks, id=name)
+
+
+def _env() -> OSWorldEnv:
+    tasks = TaskSet([*load_tasks("ui-basics"), *load_tasks("desktop-basics")])
+    return OSWorldEnv(
+        tasks=tasks, action_format="structured", screen_size=SCREEN, max_steps=30, offline=True
+    )
+
+
+@pytest.fixture(scope="module")
+def battery() -> collections.abc.Iterator[Battery]:
+    with attack(_env, "local") as b:
+        yield b
+
+
+@pytest.mark.parametrize("case", [_param(name, KNOWN_LEAKS) for name in CASES])
+def test_case(battery: Battery, case: str) -> None:
+    finding = battery.finding(case)
+    if finding.outcome == SKIPPED:
+        pytest.skip(finding.evidence)
+    if finding.bad and finding.host_dependent:
+        pytest.xfail(f"{FILES_ON_THE_HOST}: {finding.evidence}")
+    assert not finding.bad, f"{case} ({finding.tried}): {finding.outcome}: {finding.evidence}"
+
+
+# A reset that replaces the X server (after a keymap change) leaves the old server's socket in
+# the desktop's /tmp/.X11-unix as an empty read-only file (the mount point of its bind) when the
+# new server gets another display number: it depends on the other X servers of the host, so
+# test_a_replaced_x_server_leaves_no_socket_behind forces it and holds the strict mark.
+X_SOCKET_LEFTOVER = "a replaced X server's socket stays in /tmp/.X11-unix as an empty file"
+
+
+@pytest.mark.parametrize("group", [_param(g.name, {}) for g in GROUPS])
+def test_state_after_reset_equals_a_fresh_desktop(battery: Battery, group: str) -> None:
+    result = battery.result(group)
+    if set(result.state_diff) == {"x_sockets"}:
+        pytest.xfail(f"{X_SOCKET_LEFTOVER}: {result.state_diff}")
+    assert result.state is not None and not result.state.bad, result.state
+
+
+@pytest.mark.parametrize("group", [_param(g.name, {}) for g in GROUPS])
+def test_first_observation_after_reset_equals_a_fresh_desktop(
+    battery: Battery, group: str, tmp_path: Path
+) -> None:
+    result = battery.result(group)
+    observation = result.observation
+    assert observation is not None and result.first_observation is not None
+    if observation.bad:  # both frames, to look at
+        Image.fromarray(battery.baseline.screenshot).save(tmp_path / "fresh.png")
+        Image.fromarray(result.first_observation).save(tmp_path / "after.png")
+    assert not observation.bad, f"{observation} (frames in {tmp_path})"
+
+
+def test_every_case_is_in_one_group() -> None:
+    grouped = [case for group in GROUPS for case in group.cases]
+    assert sorted(grouped) == sorted(CASES) and len(set(grouped)) == len(grouped)
+    assert set(KNOWN_LEAKS) <= set(CASES)
+
+
+@pytest.mark.xfail(strict=True, reason=X_SOCKET_LEFTOVER)
+def test_a_replaced_x_server_leaves_no_socket_behind() -> None:
+    # The keymap change makes the reset start a new X server; a lower display number freed
+    # just before (another desktop closed) makes it take another number than the old one.
+    lower = launch_desktop()
+    with lower, _env() as env:
+        agent = Agent(env)
+        agent.start(CHECK_TASK)
+        before = env.unwrapped.desktop.display
+        if int(before.lstrip(":")) < int(lower.display.lstrip(":")):
+            pytest.skip(f"the desktop got {before}, below the other desktop's {lower.display}")
+        lower.close()
+        agent.open_terminal()
+        agent.act(TypeText(text="/usr/bin/xmodmap -e 'keycode 38 = b B'\n"))
+        agent.finish()
+        agent.start(CHECK_TASK)
+        if env.unwrapped.desktop.display == before:
+            pytest.skip(f"the new X server got the old number {before} again")
+        listing = agent.client.execute(["/bin/ls", "-l", "/tmp/.X11-unix"]).output
+        entries = [line for line in listing.splitlines() if line.startswith(("s", "-"))]
+        assert len(entries) == 1 and entries[0].startswith("s"), listing
