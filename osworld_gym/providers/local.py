@@ -308,8 +308,9 @@ class LocalDesktop(Desktop):
             self._hidden = sandbox.hidden_folders(sandbox.driver_folders())
             # This Python's own files (a venv or checkout under /home or /root), for the guest.
             python = config.python or sys.executable
-            self._keep_visible = sandbox.hidden_paths(sandbox.python_paths(python), self._hidden)
-            self._masked = sandbox.answer_folders()
+            python_paths = sandbox.python_paths(python)
+            self._keep_visible = sandbox.hidden_paths(python_paths, self._hidden)
+            self._masked = sandbox.answer_folders(python_paths)
         else:
             self.runtime_dir = _runtime_dir(self.root, self.marker)
             self.folders = None
@@ -643,6 +644,7 @@ class LocalDesktop(Desktop):
         processes.kill_marked(self.marker, timeout=3.0)
         for name in list(self._procs):
             _reap(self._procs.pop(name))
+        self.display = ""  # its X server is gone: no socket of it stays (_empty_temp_folders)
         self._restore_home()
         self._empty_temp_folders()
         self._x_fresh = None
@@ -802,6 +804,10 @@ class LocalDesktop(Desktop):
                 if inside == "/tmp":
                     keep.add(Path(sandbox.X11_SOCKETS).name)
                 _empty_folder(folder, keep=tuple(keep))
+            # Only the running X server's socket (its mount point): a replaced server's would
+            # stay as an empty file, telling this desktop from a new one.
+            current = (f"X{self.display.lstrip(':')}",) if self.display else ()
+            _empty_folder(self.folders.tmp / Path(sandbox.X11_SOCKETS).name, keep=current)
 
     @property
     def _guest_state(self) -> Path:

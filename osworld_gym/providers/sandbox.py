@@ -141,16 +141,19 @@ _COVERED = ("/tmp", "/var/tmp")
 
 
 def _visible(paths: tuple[str, ...], hidden: tuple[str, ...]) -> list[str]:
-    """Arguments that show ``paths`` read-only over the hidden folders, reachable.
+    """Arguments that show ``paths`` read-only over the hidden folders (or the empty root).
 
-    The folders bubblewrap makes between a hidden folder and a path (``/root/.pyenv/versions``
-    for a Python under ``/root``) get the usual ``0755``: made by root, they would be private
-    and a desktop running as its own uid could not reach the path.
+    The folders bubblewrap makes between a hidden folder, or the root, and a path
+    (``/root/.pyenv/versions`` for a Python under ``/root``, ``/work`` for a checkout there)
+    get the usual ``0755``: made by root, they would be private and a desktop running as its
+    own uid could not reach the path.
     """
     words: list[str] = []
     made: set[str] = set()
     for path in paths:
         root = next((folder for folder in hidden if _under(path, folder)), None)
+        if root is None and not shown(path):
+            root = "/"
         if root is not None:
             parent = Path(path).parent
             between = [parent, *parent.parents]
@@ -162,12 +165,35 @@ def _visible(paths: tuple[str, ...], hidden: tuple[str, ...]) -> list[str]:
     return words
 
 
-# Host folders a desktop sees empty (those that exist): other users' homes and root's, temp
-# folders, /run (the host's sockets: system bus, docker), mount points of other disks.
-HIDDEN_ROOTS = ("/home", "/root", "/tmp", "/var/tmp", "/run", "/mnt", "/media", "/srv")
+# The host's top-level folders a desktop is shown (read-only): its programs, libraries,
+# settings and the system's state. Nothing else of the host's root is there at all: not other
+# disks, not the driver's checkout or data (an OSWorld task folder, a build's root file system).
+SHOWN_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+               "/var", "/sys")  # fmt: skip
+# Folders a desktop sees empty (those that exist): mount points of its own folders (homes,
+# /root, temp folders, /run) and what the shown roots hold that is not its own: osworld-gym's
+# caches (a qemu image's root file system holds the bundled suites) and Docker's layers.
+HIDDEN_ROOTS = ("/home", "/root", "/tmp", "/var/tmp", "/run", "/var/cache/osworld-gym",
+                "/var/lib/docker")  # fmt: skip
 # Folders the desktop's apps need whole, never hidden even when the driver runs from one.
 _SYSTEM_FOLDERS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
                    "/opt", "/var", "/boot", "/proc", "/sys", "/dev")  # fmt: skip
+
+
+def shown(path: str) -> bool:
+    """Whether ``path`` lies in a top-level folder the desktop is shown (:data:`SHOWN_ROOTS`)."""
+    return any(_under(path, root) for root in SHOWN_ROOTS)
+
+
+def _shown_roots() -> list[str]:
+    """Arguments that show :data:`SHOWN_ROOTS` read-only (a merged /usr's links as links)."""
+    words: list[str] = []
+    for root in SHOWN_ROOTS:
+        if os.path.islink(root):
+            words += ["--symlink", os.readlink(root), root]
+        elif os.path.isdir(root):
+            words += ["--ro-bind", root, root]
+    return words
 
 
 def _under(path: str, folder: str) -> bool:
@@ -187,27 +213,44 @@ def hidden_folders(driver_folders: Sequence[str] = ()) -> tuple[str, ...]:
         if not raw or not os.path.isabs(raw) or not os.path.isdir(raw):
             continue
         path = os.path.realpath(raw)
-        if path == "/" or any(_under(path, root) for root in hidden):
-            continue
+        if path == "/" or not shown(path) or any(_under(path, root) for root in hidden):
+            continue  # outside the shown roots it is not there at all
         if any(_under(path, system) or _under(system, path) for system in _SYSTEM_FOLDERS):
             continue
         hidden.append(path)
     return tuple(dict.fromkeys(hidden))
 
 
-def answer_folders() -> tuple[str, ...]:
-    """Folders of the host whose files hold answers: the bundled suites' task files and assets.
+# Packages whose files hold answers: the bundled suites (task files, reference files) and the
+# scripted solutions of their tasks.
+_ANSWER_PACKAGES = ("osworld_gym_envs", "osworld_gym.commands.oracles", "osworld_agents.oracles")
+
+
+def answer_folders(shown_paths: Sequence[str] = ()) -> tuple[str, ...]:
+    """Folders of the host whose files hold answers (see :data:`_ANSWER_PACKAGES`).
 
     A desktop's Python needs its ``site-packages`` (or the checkout of an editable install)
-    shown, and the suites are installed beside the library (``osworld_gym_envs``): their
-    expected files and task JSONs (checks, rules) must be masked over it.
+    shown, and the suites and oracles are installed beside the library: they are masked over it.
+
+    Args:
+        shown_paths: Folders shown to the desktop (:func:`python_paths`): any copy of those
+            packages in them is masked too, not only the one this process imports.
     """
     import importlib.util
 
-    spec = importlib.util.find_spec("osworld_gym_envs")
-    if spec is None or not spec.submodule_search_locations:
-        return ()
-    return tuple(os.path.realpath(folder) for folder in spec.submodule_search_locations)
+    found: list[str] = []
+    for name in _ANSWER_PACKAGES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except ModuleNotFoundError:  # a parent package is not installed (osworld_agents)
+            spec = None
+        if spec is not None and spec.submodule_search_locations:
+            found += [os.path.realpath(folder) for folder in spec.submodule_search_locations]
+        for folder in shown_paths:
+            copy = os.path.join(folder, *name.split("."))
+            if os.path.isdir(copy):
+                found.append(os.path.realpath(copy))
+    return tuple(dict.fromkeys(found))
 
 
 def python_paths(python: str) -> list[str]:
@@ -268,7 +311,7 @@ def hidden_paths(paths: list[str], hidden: tuple[str, ...] = HIDDEN_ROOTS) -> tu
         if not raw or not os.path.isabs(raw) or not os.path.exists(raw):
             continue
         path = os.path.realpath(raw)
-        covered = any(_under(path, root) for root in hidden)
+        covered = not shown(path) or any(_under(path, root) for root in hidden)
         own_home = _under(path, DESKTOP_HOME)
         if covered and not own_home and path not in hidden:
             found.append(path)
@@ -345,7 +388,7 @@ def wrap(
     keep_visible: tuple[str, ...] = (),
     identity: HostIdentity | None = None,
     x_socket: str | None = None,
-    hidden: tuple[str, ...] = HIDDEN_ROOTS,
+    hidden: tuple[str, ...] | None = None,
     masked: tuple[str, ...] = (),
     private_network: bool = False,
 ) -> list[str]:
@@ -371,12 +414,22 @@ def wrap(
         x_socket: The desktop's X server socket, the only one shown (None: none).
         hidden: Host folders replaced by empty ones (the homes, ``/root``, temp folders, the
             driver's folders): the private folders and ``keep_visible`` go over them.
+            None: :func:`hidden_folders` (those of :data:`HIDDEN_ROOTS` that exist).
         masked: Folders replaced by empty ones over everything else, even inside
             ``keep_visible`` (the bundled task suites, whose reference files are answers).
         private_network: The init makes a network namespace of its own (a loopback of its
             own, nothing of the host's; :mod:`osworld_gym.providers.netns`) and the other
             processes join it (``join.net``), entered before bubblewrap starts.
     """
+    if hidden is None:
+        hidden = hidden_folders()
+    # Masks only where something is shown: elsewhere there is nothing to mask.
+    masked = tuple(
+        path
+        for path in masked
+        if (shown(path) and not any(_under(path, folder) for folder in hidden))
+        or any(_under(path, kept) for kept in keep_visible)
+    )
     dedicated = identity is not None and identity.dedicated
     if dedicated:
         # No user namespace for bubblewrap itself: as root it can bind whatever the desktop
@@ -408,8 +461,9 @@ def wrap(
         *enter,
         bwrap,
         *namespaces,
-        # The host, read-only; then writable private folders over the places apps write to.
-        "--ro-bind", "/", "/",
+        # The host's system folders, read-only (SHOWN_ROOTS: nothing else of the host's root);
+        # then writable private folders over the places apps write to.
+        *_shown_roots(),
         # A private /dev, never the host's: a desktop's programs have the launcher's rights on
         # host files, and as root a task's `rm /dev/null` (or an upload to it) would break the
         # whole host. Programs get bubblewrap's (null, zero, random, tty, and a devpts of
@@ -451,6 +505,8 @@ def wrap(
         # covered by the desktop's own folders.
         *[word for path in (*hidden, *masked) if path not in _COVERED
           for word in ("--remount-ro", path)],  # fmt: skip
+        # And the root itself, in which bubblewrap made the mount points.
+        "--remount-ro", "/",
         "--chdir", DESKTOP_HOME,
         "--",
         *program,

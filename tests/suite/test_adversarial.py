@@ -40,8 +40,6 @@ SCREEN = (1280, 720)
 
 # What the library leaks today, by case: the reason is the evidence the battery printed.
 KNOWN_LEAKS = {
-    "oracle-scripts": "osworld_gym/commands/oracles (the scripted solution of every "
-    "desktop-basics task) is readable in the desktop: the library folder is shown whole",
     "screen-size": "xrandr --fb 800x600 in the desktop makes every /screenshot fail (X11 "
     "BadMatch): the episode ends as an infrastructure fault, which the pool re-runs",
     "kill-guest": "the desktop's user may kill -9 the guest server (same uid): the episode ends "
@@ -88,18 +86,9 @@ def test_case(battery: Battery, case: str) -> None:
     assert not finding.bad, f"{case} ({finding.tried}): {finding.outcome}: {finding.evidence}"
 
 
-# A reset that replaces the X server (after a keymap change) leaves the old server's socket in
-# the desktop's /tmp/.X11-unix as an empty read-only file (the mount point of its bind) when the
-# new server gets another display number: it depends on the other X servers of the host, so
-# test_a_replaced_x_server_leaves_no_socket_behind forces it and holds the strict mark.
-X_SOCKET_LEFTOVER = "a replaced X server's socket stays in /tmp/.X11-unix as an empty file"
-
-
 @pytest.mark.parametrize("group", [_param(g.name, {}) for g in GROUPS])
 def test_state_after_reset_equals_a_fresh_desktop(battery: Battery, group: str) -> None:
     result = battery.result(group)
-    if set(result.state_diff) == {"x_sockets"}:
-        pytest.xfail(f"{X_SOCKET_LEFTOVER}: {result.state_diff}")
     assert result.state is not None and not result.state.bad, result.state
 
 
@@ -122,8 +111,9 @@ def test_every_case_is_in_one_group() -> None:
     assert set(KNOWN_LEAKS) <= set(CASES)
 
 
-@pytest.mark.xfail(strict=True, reason=X_SOCKET_LEFTOVER)
 def test_a_replaced_x_server_leaves_no_socket_behind() -> None:
+    """A reset that replaces the X server (after a keymap change) keeps no socket of the old
+    one in the desktop's /tmp/.X11-unix (the mount point of its bind, an empty file)."""
     # The keymap change makes the reset start a new X server; a lower display number freed
     # just before (another desktop closed) makes it take another number than the old one.
     lower = launch_desktop()
