@@ -640,8 +640,11 @@ class LocalDesktop(Desktop):
                 logger.info("%r: sandbox lost a race with a host mount; starting again", self)
 
     def _start_from_scratch(self) -> None:
+        sockets = self._host_sockets(exclude=[])  # as a light reset does (no sandbox)
         _stop_sandbox(self._procs)
         processes.kill_marked(self.marker, timeout=3.0)
+        for path in sockets:
+            processes.remove_stale_socket(path)
         for name in list(self._procs):
             _reap(self._procs.pop(name))
         self.display = ""  # its X server is gone: no socket of it stays (_empty_temp_folders)
