@@ -124,6 +124,8 @@ class PortForwarder:
         started.set()
         try:
             self._loop()
+        except Exception:  # a bug here would silently cut every connection: say it
+            logger.exception("the port relay stopped")
         finally:
             for pipe in {id(p): p for p in self._pipes.values()}.values():
                 self._drop(pipe)
@@ -155,6 +157,9 @@ class PortForwarder:
         try:
             client, _ = server.accept()
         except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:  # out of descriptors: this one waits, the others go on
+            logger.warning("port %d: cannot accept a connection: %s", port, e)
             return
         try:
             peer = self._connect(towards, port)
