@@ -484,9 +484,7 @@ class GuestClient:
         if self._frames is not None:
             self._frames.close()
         self._frames = (
-            None
-            if host_dir is None
-            else SharedFrames(host_dir, guest_dir or host_dir, owner=owner)
+            None if host_dir is None else SharedFrames(host_dir, guest_dir or host_dir, owner=owner)
         )
         self._frame_failures = 0
 
