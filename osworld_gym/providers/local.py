@@ -370,8 +370,7 @@ class LocalDesktop(Desktop):
             if self.folders is not None:
                 # A reserved port is unique among the host's live desktops: so is the uid.
                 self.identity = HostIdentity.for_desktop(self._service_ports[0].port)
-                for folder in self.folders.desktops_own:
-                    self.identity.hand_over(folder)
+                self.folders.hand_over(self.identity)
                 closed = self.identity.unreachable(self._keep_visible)
                 if closed:
                     raise ProviderError(
@@ -824,19 +823,11 @@ class LocalDesktop(Desktop):
         the window manager opened can write there); a new component gets an empty one.
         """
         shm = Path(f"/proc/{self.component_pid(component)}/root{_SHM}")
-        try:
-            entries = list(shm.iterdir())
-        except OSError as e:  # the guest is going away: its /dev/shm goes with it
-            logger.debug("cannot list %s: %s", shm, e)
-            return
         frames = self.client.shared_frame_names() if component == "guest" else set()
-        for entry in entries:
-            if entry.name in frames:
-                continue
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
+        try:
+            _empty_folder(shm, keep=tuple(frames))
+        except OSError as e:  # the component is going away: its /dev/shm goes with it
+            logger.debug("cannot empty %s: %s", shm, e)
 
     def _read_fd_line(self, name: str, fd: int, deadline: float) -> str:
         """Read the line a component writes to our pipe once it is ready (bounded)."""

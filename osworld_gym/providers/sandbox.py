@@ -90,8 +90,15 @@ class SandboxFolders:
         self.var_tmp.chmod(0o1777)
         write_identity(self.state)
         if identity is not None:
-            for folder in self.desktops_own:
-                identity.hand_over(folder)
+            self.hand_over(identity)
+
+    def hand_over(self, identity: HostIdentity) -> None:
+        """Make the folders the desktop writes to ``identity``'s.
+
+        The others stay this process's: the state folder, its wrappers and identity files.
+        """
+        for folder in self.desktops_own:
+            identity.hand_over(folder)
 
     @property
     def guest_state(self) -> Path:
