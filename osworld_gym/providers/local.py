@@ -604,9 +604,15 @@ class LocalDesktop(Desktop):
         _empty_folder(self.runtime_dir)
         x_state.release_input(conn)
         if self._x_fresh is not None:
-            left = x_state.restore(conn, self._x_fresh)
-            if left:  # a new X server is the bounded fallback (see _reset_impl)
-                raise ProviderError(f"the X server's {', '.join(left)} could not be restored")
+            restoration = x_state.restore(conn, self._x_fresh)
+            if restoration.left:  # a new X server is the bounded fallback (see _reset_impl)
+                left = ", ".join(restoration.left)
+                raise ProviderError(f"the X server's {left} could not be restored")
+            if "keyboard_mapping" in restoration.changed and "guest" in self._procs:
+                # The kept guest remembers the spare keys it mapped (now empty again): a new
+                # one starts from the keymap as it is.
+                processes.terminate(self._component_pids("guest"), timeout=1.0)
+                _reap(self._procs.pop("guest"))
         self._start_session(restart_guest="guest" not in self._procs, keep_wm=keep_wm, conn=conn)
 
     def _host_sockets(self, exclude: list[int]) -> set[str]:

@@ -130,24 +130,34 @@ def _owner_id(owner: Any) -> int:
     return owner if isinstance(owner, int) else int(owner.id)
 
 
-def restore(conn: Any, fresh: XServerState) -> list[str]:
+@dataclass(frozen=True)
+class Restoration:
+    """What :func:`restore` did.
+
+    Attributes:
+        changed: The fields that differed from the fresh state.
+        left: Those that still differ (empty when the server is as fresh).
+    """
+
+    changed: list[str]
+    left: list[str]
+
+
+def restore(conn: Any, fresh: XServerState) -> Restoration:
     """Put ``conn``'s X server back into the ``fresh`` state where a request can.
 
     Held keys and buttons must be released first (a modifier mapping does not change while one
     of its keys is down).
-
-    Returns:
-        The fields that still differ afterwards (empty when the server is as fresh).
     """
     now = read(conn)
     changed = fresh.differences(now)
     if not changed:
-        return []
+        return Restoration([], [])
     logger.info("restoring the X server's %s", ", ".join(changed))
     for name in changed:
         _RESTORERS.get(name, _nothing)(conn, fresh, now)
     conn.sync()
-    return fresh.differences(read(conn))
+    return Restoration(changed, fresh.differences(read(conn)))
 
 
 def _nothing(conn: Any, fresh: XServerState, now: XServerState) -> None:
@@ -155,7 +165,18 @@ def _nothing(conn: Any, fresh: XServerState, now: XServerState) -> None:
 
 
 def _keyboard_mapping(conn: Any, fresh: XServerState, now: XServerState) -> None:
-    conn.change_keyboard_mapping(conn.display.info.min_keycode, list(fresh.keyboard_mapping))
+    """Rewrite the keycodes that differ, one by one.
+
+    The keys the guest mapped to type characters the keymap lacks (spare keycodes, empty when
+    fresh) come back exactly; a remapped key of the layout may not (XKB derives the core map
+    again), and the caller then starts a new server.
+    """
+    first = conn.display.info.min_keycode
+    for index, (was, row) in enumerate(
+        zip(fresh.keyboard_mapping, now.keyboard_mapping, strict=True)
+    ):
+        if was != row:
+            conn.change_keyboard_mapping(first + index, [was])
 
 
 def _modifier_mapping(conn: Any, fresh: XServerState, now: XServerState) -> None:

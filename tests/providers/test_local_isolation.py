@@ -266,3 +266,21 @@ def test_the_folders_hiding_the_hosts_are_read_only() -> None:
         for folder in ("/root", "/run", "/home", ""):
             code, _, err = _sh(desktop, f"touch {folder}/planted")
             assert code != 0 and "Read-only file system" in err, (folder, err)
+
+
+def test_keys_the_guest_mapped_are_undone_without_a_new_x_server() -> None:
+    """Typing a character the keymap lacks maps a spare key; a reset empties it again and
+    starts a new guest (which forgets it), keeping the X server: no 2 s full restart."""
+    with launch_desktop() as desktop:
+        keymap = "xmodmap -pke | md5sum"
+        fresh = _sh(desktop, keymap)[1]
+        display, guest = desktop.display, desktop.component_pid("guest")
+        xvfb = desktop.component_pid("xvfb")
+        desktop.client.actions([{"kind": "type", "text": "ʬꙮ"}])
+        assert _sh(desktop, keymap)[1] != fresh
+        desktop.reset()
+        assert _sh(desktop, keymap)[1] == fresh
+        assert desktop.component_pid("xvfb") == xvfb and desktop.display == display
+        assert desktop.component_pid("guest") != guest
+        desktop.client.actions([{"kind": "type", "text": "ʬ"}])  # maps it again
+        assert _sh(desktop, keymap)[1] != fresh
