@@ -44,7 +44,9 @@ while True:
 def _namespace_with_echo(port: int) -> Iterator[int]:
     """A network namespace of its own with an echo server on ``port``; yields its fd."""
     argv = [
-        "bwrap", "--unshare-net", "--unshare-pid", "--unshare-user", "--ro-bind", "/", "/",
+        # --die-with-parent: killing bwrap below takes the echo server and its init with it.
+        "bwrap", "--die-with-parent", "--unshare-net", "--unshare-pid", "--unshare-user",
+        "--ro-bind", "/", "/",
         "--dev", "/dev", "--proc", "/proc", "--", sys.executable, "-c", _ECHO, str(port),
     ]  # fmt: skip
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
