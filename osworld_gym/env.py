@@ -375,18 +375,25 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         mode = self.config.settle_mode
         if mode == "events" and "screenshot.settle_mode" not in client.info().capabilities:
             mode = "poll"  # OSWorld's own guest, or an image older than the events mode
-        shot = client.screenshot(
-            format=self.config.frame_format,
-            quality=self.config.frame_quality,
-            settle=self.config.settle,
-            settle_timeout=self.config.settle_timeout,
-            settle_quiet=self.config.quiet(mode, reset=reset),
-            settle_mode=mode,
-            settle_launch_timeout=self.config.settle_launch_timeout if mode == "events" else None,
-        )
+        options = {
+            "format": self.config.frame_format,
+            "quality": self.config.frame_quality,
+            "settle": self.config.settle,
+            "settle_timeout": self.config.settle_timeout,
+            "settle_quiet": self.config.quiet(mode, reset=reset),
+            "settle_mode": mode,
+            "settle_launch_timeout": self.config.settle_launch_timeout
+            if mode == "events"
+            else None,
+        }
+        shot = client.screenshot(**options)
         if shot.faults:
             # What the guest sees of the session (any provider: a container's or VM's window
-            # manager is out of reach of quick_check()).
+            # manager is out of reach of quick_check()). A provider that restarts session
+            # parts the desktop's own programs stopped does it in its check: once more, then.
+            self._desktop.quick_check()
+            shot = client.screenshot(**options)
+        if shot.faults:
             raise DesktopDiedError(shot.faults[0], None, "the guest saw it stop")
         timings["settle"] = shot.settle_seconds
         # Not in timings, which hold seconds only: what ended the wait, and what was pending.

@@ -32,6 +32,14 @@ sed -i '/\\e\]0;/d' /home/user/.bashrc
 chown -R user:user /home/user
 # The pristine HOME that reset_mode="session" restores (root-owned: an episode cannot alter it).
 /usr/local/bin/osworld-gym-reset-session --snapshot-home
+# The bundled suites (their reference files) and the scripted solutions are answers, and the
+# guest needs neither: an image keeps no copy, since OSWorld's user reads anything in it through
+# sudo. (Evaluation runs on the host, with the host's copy.)
+/opt/osworld-gym/bin/python -c 'import shutil
+from osworld_gym.providers.sandbox import answer_folders
+for folder in answer_folders():
+    shutil.rmtree(folder)
+    print("install_project: removed the answers in", folder)'
 mkdir -p /usr/share/osworld-gym
 /opt/osworld-gym/bin/pip freeze --all --disable-pip-version-check >/usr/share/osworld-gym/pip-freeze.txt
 /opt/osworld-gym/bin/python -c 'import osworld_gym; print(osworld_gym.__version__)' \

@@ -21,6 +21,8 @@ import threading
 import time
 from pathlib import Path
 
+from osworld_gym.guest.identity import desktop_user
+
 logger = logging.getLogger(__name__)
 
 #: Debian's interpreter, which has ``gi`` and ``pyatspi`` from apt.
@@ -200,6 +202,7 @@ def _run_walker(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             close_fds=True,
+            **desktop_user(),
         )
     except OSError as exc:
         raise AccessibilityUnavailable(

@@ -135,6 +135,10 @@ class ScreenCapture:
         pointer: Returns the pointer position; used to draw a stand-in arrow when the X
             server refuses the cursor image (XFixes answers BadAccess for a moment after the
             window manager that owned the root cursor restarts).
+        screen_size: Returns the screen's size now. A desktop program can shrink the screen
+            (``xrandr --fb 800x600``); frames keep the size the guest started with, the
+            part the screen no longer covers black, instead of failing (which would end the
+            episode as an infrastructure fault: the agent's way out of it).
     """
 
     def __init__(
@@ -142,8 +146,10 @@ class ScreenCapture:
         display_name: str,
         pointer: Callable[[], tuple[int, int]] | None = None,
         settler: EventSettler | None = None,
+        screen_size: Callable[[], tuple[int, int]] | None = None,
     ) -> None:
         self._pointer = pointer
+        self._screen_size = screen_size
         self._settler = settler
         self._lock = threading.Lock()
         self._grabbers = {
@@ -170,10 +176,36 @@ class ScreenCapture:
             try:
                 return self._grabbers[cursor].grab(self._monitor).raw
             except ScreenShotError:
+                part = self._covered_part()
+                if part is not None:  # the screen shrank: what it still shows, padded
+                    return self._padded(self._grabbers[cursor].grab(part).raw, part)
                 if not cursor or self._pointer is None:
                     raise
                 raw = self._grabbers[False].grab(self._monitor).raw
         return self._draw_arrow(raw)
+
+    def _covered_part(self) -> dict[str, int] | None:
+        """The part of the captured area the screen covers now, if it shrank; else None."""
+        if self._screen_size is None:
+            return None
+        width, height = self._screen_size()
+        full_width, full_height = self.size
+        if width >= full_width and height >= full_height:
+            return None
+        return {
+            "left": 0,
+            "top": 0,
+            "width": min(width, full_width),
+            "height": min(height, full_height),
+        }
+
+    def _padded(self, raw: bytearray | bytes, part: dict[str, int]) -> bytes:
+        """``raw`` (BGRA pixels of ``part``) in the top left of a black frame of full size."""
+        full_width, full_height = self.size
+        frame = np.zeros((full_height, full_width, 4), np.uint8)
+        pixels = np.frombuffer(raw, np.uint8).reshape(part["height"], part["width"], 4)
+        frame[: part["height"], : part["width"]] = pixels
+        return frame.tobytes()
 
     def _draw_arrow(self, raw: bytearray | bytes) -> bytes:
         assert self._pointer is not None

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from osworld_gym.guest.capture import ScreenCapture
 from osworld_gym.guest.connections import ConnectionLimits
+from osworld_gym.guest.identity import desktop_user
 from osworld_gym.guest.protocol import ActionLimits
 from osworld_gym.guest.recorder import Recorder
 from osworld_gym.guest.settle import EventSettler
@@ -100,7 +101,10 @@ class GuestContext:
         # The events settle's X connection and thread start on its first use only.
         self.settler = EventSettler(config.display)
         self.capture = ScreenCapture(
-            config.display, pointer=self.x11.cursor_position, settler=self.settler
+            config.display,
+            pointer=self.x11.cursor_position,
+            settler=self.settler,
+            screen_size=self.x11.current_screen_size,
         )
         self.input_lock = threading.Lock()
         self.a11y_lock = threading.Lock()  # one accessibility walk of this display at a time
@@ -157,6 +161,7 @@ class GuestContext:
                 stdout=log,
                 stderr=log,
                 start_new_session=True,
+                **desktop_user(),
             )
         finally:
             log.close()

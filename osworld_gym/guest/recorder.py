@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from osworld_gym.guest.http import HTTPError
+from osworld_gym.guest.identity import desktop_user
 
 if TYPE_CHECKING:
     from osworld_gym.guest.context import GuestContext
@@ -63,7 +64,9 @@ class Recorder:
                 str(path),
             ]
             log = open(ctx.state_dir / "ffmpeg.log", "wb")  # noqa: SIM115 - handed to ffmpeg
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, **desktop_user()
+            )
             log.close()
             deadline = time.monotonic() + RECORDING_START_CHECK
             while time.monotonic() < deadline and proc.poll() is None:

@@ -17,6 +17,7 @@ from osworld_gym.guest import protocol
 from osworld_gym.guest.capture import Screenshot, ScreenshotOptions, SegmentError, image_size
 from osworld_gym.guest.context import GuestContext
 from osworld_gym.guest.http import HTTPError, Request, Response, finite_number
+from osworld_gym.guest.identity import desktop_user
 from osworld_gym.guest.routes_files import expand_path
 from osworld_gym.guest.settle import SettleUnavailableError
 from osworld_gym.guest.x11 import WindowInfo, keysym_for_key
@@ -394,6 +395,7 @@ def _gsettings_wallpaper() -> Path | None:
         capture_output=True,
         text=True,
         timeout=10,
+        **desktop_user(),
     )
     uri = done.stdout.strip().strip("'")
     return Path(uri.removeprefix("file://")) if done.returncode == 0 and uri else None
@@ -413,6 +415,7 @@ def change_wallpaper(ctx: GuestContext, request: Request) -> Response:
         text=True,
         timeout=30,
         env=ctx.child_env(),
+        **desktop_user(),
     )
     if done.returncode != 0:
         # An image feh cannot load is the request's fault; anything else is the desktop's.

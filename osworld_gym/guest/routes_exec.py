@@ -20,6 +20,7 @@ from typing import Any
 
 from osworld_gym.guest.context import GuestContext
 from osworld_gym.guest.http import HTTPError, Request, Response, finite_number, os_string
+from osworld_gym.guest.identity import desktop_user
 
 RUN_PYTHON_TIMEOUT = 30.0
 RUN_BASH_DEFAULT_TIMEOUT = 100.0
@@ -54,6 +55,7 @@ def _run(ctx: GuestContext, argv: list[str] | str, shell: bool, timeout: float) 
         cwd=ctx.home,
         stdin=subprocess.DEVNULL,
         errors="replace",
+        **desktop_user(),
     )
     return {
         "status": "success",
@@ -127,6 +129,7 @@ def _verified(ctx: GuestContext, verification: dict[str, Any]) -> bool:
                 timeout=5,
                 env=ctx.child_env(),
                 cwd=ctx.home,
+                **desktop_user(),
             )
         except subprocess.TimeoutExpired:
             return False
@@ -154,8 +157,9 @@ def _missing_program(ctx: GuestContext, argv: list[str] | str) -> str | None:
     if program is None:
         return None
     env = ctx.child_env()
-    if "/" in program and not os.path.isabs(program):
-        found = os.access(os.path.join(ctx.home, program), os.X_OK)
+    if "/" in program:  # relative to the home, or absolute
+        # By the effective ids: a split identity's real uid cannot enter the home (identity).
+        found = os.access(os.path.join(ctx.home, program), os.X_OK, effective_ids=True)
     else:
         found = shutil.which(program, path=env.get("PATH")) is not None
     if found or (isinstance(argv, str) and _shell_knows(ctx, program)):
@@ -167,7 +171,11 @@ def _shell_knows(ctx: GuestContext, word: str) -> bool:
     """Whether the shell runs ``word`` without a program (a builtin such as ``cd``)."""
     script = 'command -v -- "$1" >/dev/null'
     done = subprocess.run(
-        ["/bin/sh", "-c", script, "sh", word], env=ctx.child_env(), capture_output=True, timeout=5
+        ["/bin/sh", "-c", script, "sh", word],
+        env=ctx.child_env(),
+        capture_output=True,
+        timeout=5,
+        **desktop_user(),
     )
     return done.returncode == 0
 
@@ -216,6 +224,7 @@ def run_python(ctx: GuestContext, request: Request) -> Response:
             env=ctx.child_env(),
             cwd=ctx.home,
             stdin=subprocess.DEVNULL,
+            **desktop_user(),
         )
     except subprocess.TimeoutExpired as e:
         message = f"Execution timed out after {RUN_PYTHON_TIMEOUT:g} seconds"
@@ -263,6 +272,7 @@ def run_bash_script(ctx: GuestContext, request: Request) -> Response:
             env=ctx.child_env(),
             cwd=workdir,
             stdin=subprocess.DEVNULL,
+            **desktop_user(),
         )
     except subprocess.TimeoutExpired as e:
         raise HTTPError(

@@ -204,6 +204,12 @@ class X11Session:
         screen = self._display.screen()
         return screen.width_in_pixels, screen.height_in_pixels
 
+    def current_screen_size(self) -> tuple[int, int]:
+        """The root window's (width, height) now: a round trip (``xrandr --fb`` changes it)."""
+        with self._lock:
+            geometry = self._root.get_geometry()
+        return geometry.width, geometry.height
+
     def cursor_position(self) -> tuple[int, int]:
         """Return the pointer position on the root window."""
         with self._lock:

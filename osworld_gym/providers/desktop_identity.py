@@ -8,6 +8,10 @@ own, one no account of the host has (:data:`DEDICATED_UID_BASE` plus a number un
 host's live desktops); inside its sandbox that uid is still OSWorld's ``user`` (uid 1000). An
 ordinary launcher cannot hand out uids: its desktops map onto its own uid, with the host
 read-only and its homes hidden (see :mod:`osworld_gym.providers.sandbox`).
+
+A root launcher also gives each desktop's guest server a second uid of its own
+(:attr:`HostIdentity.guest_uid`), its real uid while it acts as the desktop's user
+(:mod:`osworld_gym.providers.split_identity`): the desktop's programs cannot signal it.
 """
 
 from __future__ import annotations
@@ -33,11 +37,14 @@ class HostIdentity:
         gid: Host gid of the desktop's processes.
         dedicated: True when it is a uid of the desktop's own (a root launcher), False when it
             is the launcher's (an ordinary user's unprivileged user namespace).
+        guest_uid: The guest server's own host uid (a root launcher), None when the guest
+            runs as the desktop's uid.
     """
 
     uid: int
     gid: int
     dedicated: bool
+    guest_uid: int | None = None
 
     @classmethod
     def for_desktop(cls, slot: int) -> HostIdentity:
@@ -48,7 +55,7 @@ class HostIdentity:
         """
         if os.geteuid() == 0:
             uid = DEDICATED_UID_BASE + slot % _SLOTS
-            return cls(uid, uid, dedicated=True)
+            return cls(uid, uid, dedicated=True, guest_uid=uid + _SLOTS)
         return cls(os.getuid(), os.getgid(), dedicated=False)
 
     def hand_over(self, path: Path, recursive: bool = False) -> None:
@@ -99,4 +106,27 @@ class HostIdentity:
             "--clear-groups",
             "--bounding-set=-all",
             "--inh-caps=-all",
+        ]
+
+    def guest_command(self, python: str) -> list[str]:
+        """Words that run the rest of a command line as the guest server (root launcher only).
+
+        The guest's real and saved uid are :attr:`guest_uid`, its effective uid the desktop's
+        (:mod:`osworld_gym.providers.split_identity`); without a uid of its own, the same words
+        as :meth:`drop_command`.
+
+        Args:
+            python: The Python that runs the split (the guest's own: only the standard library
+                is needed, so the script runs isolated, without the package's imports).
+        """
+        if not self.dedicated or self.guest_uid is None:
+            return self.drop_command()
+        script = Path(__file__).with_name("split_identity.py")
+        return [
+            python,
+            "-I",  # no script folder on sys.path: its neighbours would shadow the stdlib
+            str(script),
+            f"--desktop={self.uid}:{self.gid}",
+            f"--guest={self.guest_uid}",
+            "--",
         ]

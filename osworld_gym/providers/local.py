@@ -257,6 +257,12 @@ _SERVING_STATES = ("R", "S", "D")  # running or sleeping; not stopped ("T"), not
 _STOPPED_STATES = ("T", "t")  # stopped by a signal, or by a tracer
 # Seconds a dead component's predecessors get to show they died first (see _check_impl).
 _CAUSE_GRACE = 0.3
+# Session components the desktop's own programs may stop (same uid): restarted in place during
+# an episode, as a session manager restarts them, instead of ending it as an infrastructure
+# fault (a way out of a bad episode that a trainer would re-run). Start order.
+_REVIVED = ("dbus", "atspi", "wm")
+# Restarts in one episode before a component that keeps dying counts as a fault after all.
+_MAX_REVIVALS = 50
 
 
 class LocalDesktop(Desktop):
@@ -345,6 +351,9 @@ class LocalDesktop(Desktop):
         self.private_network = config.network == "private" and self.folders is not None
         self._forwarders: list[PortForwarder] = []
         self._cgroups = DesktopCgroups.create(self.marker, config.limits)
+        # Whether the session is complete (revivals happen only then), and restarts so far.
+        self._session_ready = False
+        self._revivals = 0
         self._reaper = self._start_reaper()
         self._finalizer = weakref.finalize(
             self,
@@ -482,6 +491,9 @@ class LocalDesktop(Desktop):
     def _check_impl(self) -> None:
         """Poll the core processes (no round trip): a dead one raises DesktopDiedError.
 
+        First, session components the desktop's own programs stopped are restarted
+        (:meth:`_revive_session`): that is the desktop's doing, not a fault of its host.
+
         A sandboxed component's handle is the ``bwrap`` that carries it, which exits as soon as
         the program inside does (with its status). When one is found dead, the first dead one in
         ``CORE`` order is named: the X server can finish dying between its poll and a later
@@ -490,6 +502,7 @@ class LocalDesktop(Desktop):
         (:data:`_CAUSE_GRACE`) to show they died too. The error names the cause, not a
         consequence.
         """
+        self._revive_session()
         for name in self.CORE:
             proc = self._procs.get(name)
             if proc is not None and proc.poll() is not None:
@@ -499,11 +512,16 @@ class LocalDesktop(Desktop):
         stopped = self._stopped_component()
         if stopped is not None:
             raise DesktopDiedError(stopped, None, "stopped (SIGSTOP or a tracer): not answering")
+        hits = self._limit_hits()
+        if hits:
+            raise DesktopLimitError("; ".join(hits))
+
+    def _limit_hits(self) -> list[str]:
+        """The desktop's limits it hit (memory, processes, disk), in words."""
         hits = self._cgroups.hits()
         if self._disk_capped and disk_full(self.root):
             hits.append(f"disk full: the desktop wrote {self.config.limits.disk_bytes} bytes")
-        if hits:
-            raise DesktopLimitError("; ".join(hits))
+        return hits
 
     def _earlier_dead(self, name: str) -> str:
         """The first component before ``name`` in ``CORE`` that is dead too, else ``name``."""
@@ -534,10 +552,70 @@ class LocalDesktop(Desktop):
                     return name
         return None
 
+    def _revive_session(self) -> None:
+        """Restart the session components (:data:`_REVIVED`) that died or were stopped.
+
+        The desktop's programs run as the same user as its session bus, accessibility bus and
+        window manager, so a task's terminal can ``kill -9`` or ``kill -STOP`` them: that ends
+        nothing, as on a desktop whose session manager restarts them. Only while the session
+        is complete (not during a start or reset, whose own checks report a component that
+        will not start), while the X server, the sandbox and the guest run, the desktop is
+        within its limits (a fork bomb's victims are its fault), and at most
+        :data:`_MAX_REVIVALS` times an episode; otherwise the checks that follow report it.
+        """
+        if not self._session_ready or self._revivals >= _MAX_REVIVALS:
+            return
+        down = [name for name in _REVIVED if name in self._procs and self._down(name)]
+        if (
+            not down
+            or any(
+                name in self._procs and self._procs[name].poll() is not None
+                for name in ("xvfb", "sandbox", "guest")
+            )
+            or self._limit_hits()  # what killed it: a fault the check reports
+        ):
+            return
+        self._revivals += 1
+        logger.info("%r: restarting %s, which the desktop's programs stopped", self, down)
+        # Not complete while it restarts: the checks of the starts below report, not revive.
+        self._session_ready = False
+        deadline = time.monotonic() + self.config.boot_timeout
+        try:
+            if "dbus" in down or "atspi" in down:
+                # The accessibility bus lives on the session bus: both start again, in order.
+                for name in ("atspi", "dbus"):
+                    if name in self._procs:
+                        self._stop_component(name)
+                self._start_dbus(deadline)
+            if "wm" in down:
+                self._stop_component("wm")
+                self._start_window_manager_now(deadline)
+        except (OSError, ProviderError, XError, ConnectionClosedError) as e:
+            # The session stays incomplete (no more revivals) until the reset that follows.
+            raise DesktopDiedError(down[0], None, f"stopped, and not restarted: {e}") from e
+        self._session_ready = True
+
+    def _down(self, name: str) -> bool:
+        """Whether component ``name`` exited or is stopped (SIGSTOP or a tracer)."""
+        if self._procs[name].poll() is not None:
+            return True
+        try:
+            return processes.state(self.component_pid(name)) in _STOPPED_STATES
+        except (KeyError, IndexError):
+            return False
+
+    def _stop_component(self, name: str) -> None:
+        """Stop component ``name`` (whatever its state) and forget it."""
+        processes.terminate(self._component_pids(name), timeout=0.0)  # a stopped one: SIGKILL
+        _reap(self._procs.pop(name))
+        if name == "wm":
+            self._wm_state = None
+
     def _quick_check_impl(self) -> None:
         self._check_impl()  # polls of process handles: cheap enough for every observation
 
     def _reset_impl(self) -> None:
+        self._session_ready = False
         xvfb = self._procs.get("xvfb")
         holder = self._procs.get("sandbox")
         if (
@@ -613,6 +691,7 @@ class LocalDesktop(Desktop):
                 # one starts from the keymap as it is.
                 processes.terminate(self._component_pids("guest"), timeout=1.0)
                 _reap(self._procs.pop("guest"))
+        x_state.centre_pointer(conn)
         self._start_session(restart_guest="guest" not in self._procs, keep_wm=keep_wm, conn=conn)
 
     def _host_sockets(self, exclude: list[int]) -> set[str]:
@@ -645,6 +724,7 @@ class LocalDesktop(Desktop):
                 logger.info("%r: sandbox lost a race with a host mount; starting again", self)
 
     def _start_from_scratch(self) -> None:
+        self._session_ready = False
         sockets = self._host_sockets(exclude=[])  # as a light reset does (no sandbox)
         _stop_sandbox(self._procs)
         processes.kill_marked(self.marker, timeout=3.0)
@@ -744,6 +824,7 @@ class LocalDesktop(Desktop):
                 hidden=self._hidden,
                 masked=self._masked,
                 private_network=self.private_network,
+                as_guest=name == "guest",
             )
             if join is not None:
                 kwargs["pass_fds"] = (*kwargs.get("pass_fds", ()), *join.fds)  # type: ignore[misc]
@@ -980,17 +1061,41 @@ class LocalDesktop(Desktop):
                     logger.info("%r: restarting the window manager: %s", self, stale)
                     self._stop_window_manager()
             if "wm" not in self._procs:
-                self._wait_for_selection_released(conn, deadline)
-                if used:
-                    window_manager.forget_desktop_settings(conn)
-                self._spawn("wm", list(self.config.window_manager))
-                self._wait_for_window_manager(conn, deadline)
-                self._wm_state = self._fresh_window_manager_state(conn, deadline)
+                self._start_window_manager(conn, deadline, used=used)
         finally:
             if not used:
                 conn.close()
         if restart_guest:
             self._start_guest(deadline)
+        if not self._session_ready:  # a new episode's session (a revival keeps the count)
+            self._revivals = 0
+            self._session_ready = True
+
+    def _start_window_manager_now(self, deadline: float) -> None:
+        """Start the window manager on the X server an earlier one used (its own connection)."""
+        from Xlib import display
+
+        conn = display.Display(self.display)
+        try:
+            self._start_window_manager(conn, deadline, used=True)
+        finally:
+            conn.close()
+
+    def _start_window_manager(self, conn: Any, deadline: float, *, used: bool) -> None:
+        """Start the window manager once the last one let its selection go; wait until it runs.
+
+        Args:
+            conn: A connection to the desktop's X server.
+            deadline: ``time.monotonic()`` value by which it must run.
+            used: The X server served an earlier window manager, whose settings on the root
+                window a new one must not pick up.
+        """
+        self._wait_for_selection_released(conn, deadline)
+        if used:
+            window_manager.forget_desktop_settings(conn)
+        self._spawn("wm", list(self.config.window_manager))
+        self._wait_for_window_manager(conn, deadline)
+        self._wm_state = self._fresh_window_manager_state(conn, deadline)
 
     # --- keeping the window manager over a reset ------------------------------------------
 
@@ -1072,9 +1177,11 @@ class LocalDesktop(Desktop):
             "--nopidfile",
             f"--address=unix:path={socket}",
         ]
-        self._dbus_address = self._spawn_reporting(
-            "dbus", lambda fd: [*argv, f"--print-address={fd}"], deadline
-        )
+        self._spawn_reporting("dbus", lambda fd: [*argv, f"--print-address={fd}"], deadline)
+        # Without the ",guid=" the daemon printed: libdbus clients drop a bus whose GUID is not
+        # the address's, and a guest kept over a reset hands its programs the address it got
+        # when it started, while each reset starts a new daemon (a new GUID) on the same path.
+        self._dbus_address = f"unix:path={socket}"
         if os.access(_AT_SPI_LAUNCHER, os.X_OK):
             # Started before any app: Qt apps only export their tree if the bus already runs.
             self._spawn("atspi", [_AT_SPI_LAUNCHER, "--launch-immediately"])

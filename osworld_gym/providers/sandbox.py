@@ -398,6 +398,7 @@ def wrap(
     hidden: tuple[str, ...] | None = None,
     masked: tuple[str, ...] = (),
     private_network: bool = False,
+    as_guest: bool = False,
 ) -> list[str]:
     """The command line that runs ``argv`` inside the desktop's sandbox.
 
@@ -427,6 +428,9 @@ def wrap(
         private_network: The init makes a network namespace of its own (a loopback of its
             own, nothing of the host's; :mod:`osworld_gym.providers.netns`) and the other
             processes join it (``join.net``), entered before bubblewrap starts.
+        as_guest: ``argv`` is the guest server (``argv[0]`` its Python): under a root launcher
+            it runs with a split identity the desktop's programs cannot signal
+            (:meth:`HostIdentity.guest_command`).
     """
     if hidden is None:
         hidden = hidden_folders()
@@ -460,10 +464,15 @@ def wrap(
         assert identity is not None
         # The init needs no user namespace (it runs nothing of a task's); every other process
         # sees its uid as OSWorld's 1000, as on the VM.
-        mapped = [] if join is None else [
-            "unshare", "--user", f"--map-user={DESKTOP_UID}", f"--map-group={DESKTOP_UID}", "--",
-        ]  # fmt: skip
-        program = [*identity.drop_command(), *mapped, *program]
+        if as_guest and join is not None and identity.guest_uid is not None:
+            # Its own user namespace too, where its real uid is one the desktop's lacks.
+            program = [*identity.guest_command(argv[0]), *program]
+        else:
+            mapped = [] if join is None else [
+                "unshare", "--user", f"--map-user={DESKTOP_UID}", f"--map-group={DESKTOP_UID}",
+                "--",
+            ]  # fmt: skip
+            program = [*identity.drop_command(), *mapped, *program]
     return [
         *enter,
         bwrap,

@@ -71,13 +71,17 @@ class XCookie:
         """
         number = display.lstrip(":").split(".")[0]
         local = self._entry(number, _FAMILY_LOCAL, socket.gethostname().encode())
-        _write_private(path, self._entry(number) + local)
+        # Readable by the desktop's group too: a root launcher's guest has a real uid of its
+        # own (osworld_gym.providers.split_identity) and the desktop's gid, and libXau checks
+        # the file with access(), which asks for the real ids.
+        _write_private(path, self._entry(number) + local, mode=0o640)
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+def _write_private(path: Path, data: bytes, mode: int = 0o600) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
+    os.chmod(path, mode)  # whatever the umask made of it
 
 
 def admit_launcher(display: str, client_file: Path, timeout: float = 10.0) -> None:

@@ -6,10 +6,12 @@ would otherwise reach the next one: a keymap change (``xmodmap``, ``setxkbmap``)
 cut buffers and other root-window properties, an opened access list (``xhost +``), a changed
 font path. :func:`read` takes all of it in a few round trips; :func:`restore` puts back what a
 request can, and names what it could not (the caller then starts a new X server);
-:func:`release_input` lets go of held keys and buttons first.
+:func:`release_input` lets go of held keys and buttons first, :func:`centre_pointer` puts the
+pointer where a new server has it.
 
 Not covered: XKB's own controls and state beyond the core mapping (python-xlib has no XKB),
-which a program changes only through XKB requests; the screen size (compared, never set).
+which a program changes only through XKB requests. The screen size (``xrandr --fb``) is set
+back through RandR.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class XServerState:
         font_path: The server's font path.
         access: Whether access control is on, and the hosts let in.
         screen_size: Width and height of the screen in pixels.
+        crtcs: Each RandR CRTC's (id, x, y, mode, rotation, outputs): ``xrandr --output
+            screen --off`` turns the only one off (empty when the server has no RandR).
         root_properties: Root-window properties other than the session's, by name:
             (type, format, value).
         selection_owners: Owner window of each selection (0: none).
@@ -55,6 +59,7 @@ class XServerState:
     font_path: tuple[str, ...]
     access: tuple[int, tuple[tuple[int, bytes], ...]]
     screen_size: tuple[int, int]
+    crtcs: tuple[tuple[int, int, int, int, int, tuple[int, ...]], ...]
     root_properties: tuple[tuple[str, tuple[int, int, Any]], ...]
     selection_owners: tuple[int, ...]
 
@@ -118,7 +123,9 @@ def read(conn: Any) -> XServerState:
             int(hosts.mode),
             tuple(sorted((int(h.family), bytes(h.name)) for h in hosts.hosts)),
         ),
-        screen_size=(screen.width_in_pixels, screen.height_in_pixels),
+        # The root's geometry, not the connection's setup: the size may have changed since.
+        screen_size=_screen_size(screen.root),
+        crtcs=_crtcs(conn),
         root_properties=_root_properties(conn),
         selection_owners=tuple(
             _owner_id(conn.get_selection_owner(conn.intern_atom(name))) for name in _SELECTIONS
@@ -161,7 +168,50 @@ def restore(conn: Any, fresh: XServerState) -> Restoration:
 
 
 def _nothing(conn: Any, fresh: XServerState, now: XServerState) -> None:
-    """Fields no request restores (the screen size): the caller restarts the server."""
+    """Fields no request restores: the caller restarts the server."""
+
+
+def _screen_size(root: Any) -> tuple[int, int]:
+    geometry = root.get_geometry()
+    return geometry.width, geometry.height
+
+
+def _crtcs(conn: Any) -> tuple[tuple[int, int, int, int, int, tuple[int, ...]], ...]:
+    if not conn.has_extension("RANDR"):
+        return ()
+    from Xlib.ext import randr  # noqa: F401 - registers the RandR requests on the connection
+
+    resources = conn.screen().root.xrandr_get_screen_resources()
+    found = []
+    for crtc in resources.crtcs:
+        info = conn.xrandr_get_crtc_info(crtc, resources.config_timestamp)
+        found.append((crtc, info.x, info.y, info.mode, info.rotation, tuple(info.outputs)))
+    return tuple(found)
+
+
+def _crtcs_restore(conn: Any, fresh: XServerState, now: XServerState) -> None:
+    """Set each CRTC as it was (after the screen size, which a CRTC must fit in)."""
+    timestamp = conn.screen().root.xrandr_get_screen_resources().config_timestamp
+    for crtc, x, y, mode, rotation, outputs in fresh.crtcs:
+        conn.xrandr_set_crtc_config(crtc, timestamp, x, y, mode, rotation, list(outputs))
+
+
+# The desktop's X server runs at 96 dpi (LocalDesktop._start_xvfb): RandR wants the size in
+# millimetres with a new screen size, rounded as Xvfb rounds it when it starts.
+_DPI = 96
+
+
+def _millimetres(pixels: int) -> int:
+    return (pixels * 254 + _DPI * 5) // (_DPI * 10)
+
+
+def _screen_size_restore(conn: Any, fresh: XServerState, now: XServerState) -> None:
+    from Xlib.ext import randr  # noqa: F401 - registers the RandR requests on the connection
+
+    width, height = fresh.screen_size
+    conn.screen().root.xrandr_set_screen_size(
+        width, height, _millimetres(width), _millimetres(height)
+    )
 
 
 def _keyboard_mapping(conn: Any, fresh: XServerState, now: XServerState) -> None:
@@ -267,11 +317,13 @@ _RESTORERS = {
     "access": _access,
     "root_properties": _root_properties_restore,
     "selection_owners": _selection_owners,
+    "screen_size": _screen_size_restore,
+    "crtcs": _crtcs_restore,
 }
 
 
 def release_input(conn: Any) -> None:
-    """Release held keys and buttons, centre the pointer, clear the root background.
+    """Release held keys and buttons, clear the root background.
 
     What :meth:`osworld_gym.guest.x11.X11Session.release_all` does, on the reset's connection:
     an ``X11Session`` of its own costs ~10 ms of CPU (its keyboard-mapping scan).
@@ -289,9 +341,20 @@ def release_input(conn: Any) -> None:
     for number, button in enumerate((X.Button1Mask, X.Button2Mask, X.Button3Mask), 1):
         if mask & button:
             xtest.fake_input(conn, X.ButtonRelease, number)
-    xtest.fake_input(
-        conn, X.MotionNotify, x=screen.width_in_pixels // 2, y=screen.height_in_pixels // 2
-    )
     root.change_attributes(background_pixel=screen.black_pixel)
     root.clear_area()
+    conn.sync()
+
+
+def centre_pointer(conn: Any) -> None:
+    """Move the pointer to the middle of the screen as it is now (after :func:`restore`).
+
+    The size comes from the root's geometry: the connection's own record is the size the
+    screen had when it was opened, which an episode may have changed (``xrandr --fb``).
+    """
+    from Xlib import X
+    from Xlib.ext import xtest
+
+    width, height = _screen_size(conn.screen().root)
+    xtest.fake_input(conn, X.MotionNotify, x=width // 2, y=height // 2)
     conn.sync()

@@ -36,6 +36,7 @@ def _desktop(**handles: _Handle) -> LocalDesktop:
     desktop._bwrap = None  # type: ignore[attr-defined]  # no sandbox: the handles' own PIDs
     desktop._cgroups = DesktopCgroups()  # type: ignore[attr-defined]  # no limits to check
     desktop._disk_capped = False  # type: ignore[attr-defined]
+    desktop._session_ready = False  # type: ignore[attr-defined]  # nothing to restart
     desktop._log_tail = lambda name: f"log of {name}"  # type: ignore[method-assign]
     return desktop
 

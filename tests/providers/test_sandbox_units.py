@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from desktop_helpers import wait_until
 
-from osworld_gym.providers import desktop_bin, sandbox
+from osworld_gym.guest import identity as guest_identity
+from osworld_gym.providers import desktop_bin, sandbox, split_identity
 from osworld_gym.providers.desktop_bin import CHROME_LINK, available_wrappers, install_wrappers
 from osworld_gym.providers.desktop_environment import passed_through, search_path
 from osworld_gym.providers.desktop_identity import DEDICATED_UID_BASE, HostIdentity
@@ -78,6 +79,35 @@ def test_a_root_launcher_runs_the_desktop_as_an_unprivileged_uid_of_its_own(
         "unshare", "--user", "--map-user=1000", "--map-group=1000", "--", "app",
     ]  # fmt: skip
     assert HostIdentity.for_desktop(7).dedicated == (os.geteuid() == 0)
+
+
+def test_a_root_launchers_guest_gets_a_split_identity(tmp_path: Path) -> None:
+    """The guest: a user namespace mapping its own uid too (split_identity), not setpriv."""
+    folders = _folders(tmp_path)
+    identity = HostIdentity(
+        DEDICATED_UID_BASE + 7, DEDICATED_UID_BASE + 7, dedicated=True, guest_uid=1 << 30
+    )
+    guest = ["/venv/bin/python", "-m", "osworld_gym.guest"]
+    joined = sandbox.wrap(
+        guest, folders, join=sandbox.Namespaces(None, 9), identity=identity, as_guest=True
+    )
+    program = joined[joined.index("--") + 1 :]
+    assert program[:2] == ["/venv/bin/python", "-I"]
+    assert program[2].endswith("osworld_gym/providers/split_identity.py")
+    assert program[3:6] == [f"--desktop={identity.uid}:{identity.gid}", f"--guest={1 << 30}", "--"]
+    assert program[6:] == guest and "setpriv" not in program
+    # The guest's own uid inside is the one the guest takes (two modules, one number).
+    assert split_identity.INSIDE_GUEST_UID == guest_identity.INSIDE_GUEST_UID
+    # Not root: the same setpriv and user namespace as every other program.
+    plain = HostIdentity(os.getuid(), os.getgid(), dedicated=False)
+    assert sandbox.wrap(guest, folders, join=sandbox.Namespaces(3, 9), identity=plain,
+                        as_guest=True)[-3:] == guest  # fmt: skip
+
+
+def test_a_process_not_started_for_a_split_identity_keeps_its_own() -> None:
+    assert guest_identity.take_split_identity() is False
+    assert guest_identity.desktop_user() == {}
+    assert os.getresuid()[0] == os.getresuid()[2]
 
 
 def test_host_folders_are_hidden_and_the_python_shown_reachable(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ weakened, and the mark must go when the library closes the hole.
 from __future__ import annotations
 
 import collections.abc
+import os
 from pathlib import Path
 
 import pytest
@@ -39,14 +40,14 @@ pytestmark = [pytest.mark.desktop, pytest.mark.apps]
 SCREEN = (1280, 720)
 
 # What the library leaks today, by case: the reason is the evidence the battery printed.
-KNOWN_LEAKS = {
-    "screen-size": "xrandr --fb 800x600 in the desktop makes every /screenshot fail (X11 "
-    "BadMatch): the episode ends as an infrastructure fault, which the pool re-runs",
-    "kill-guest": "the desktop's user may kill -9 the guest server (same uid): the episode ends "
-    "as an infrastructure fault instead of being scored",
-    "kill-window-manager": "the desktop's user may kill -9 openbox: the guest reports the "
-    "window manager stopped and the episode ends as an infrastructure fault",
-}
+KNOWN_LEAKS = {}
+if os.geteuid() != 0:
+    # An ordinary launcher has one uid to give: the guest's is the desktop's (see
+    # osworld_gym.providers.split_identity for what a root launcher does).
+    KNOWN_LEAKS["kill-guest"] = (
+        "the desktop's user may kill -9 the guest server (same uid): the episode ends as an "
+        "infrastructure fault instead of being scored"
+    )
 
 
 # The sandbox shows the host's file system but for hidden roots and the masked suites: files
