@@ -275,17 +275,21 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
     def _network_warnings(self, task: Task) -> list[str]:
         """Why ``task`` may not be scorable on this desktop's network (empty when it is).
 
-        A local desktop's private network has no internet: a task that loads live pages
-        would end in a zero that says nothing, so the reset's ``setup_warnings`` say it.
+        A local desktop's private network may have no internet (``internet=False``, or no
+        slirp4netns here): a task that loads live pages would end in a zero that says nothing,
+        so the reset's ``setup_warnings`` say it.
         """
         if not getattr(self._desktop, "private_network", False):
+            return []
+        if getattr(self._desktop, "internet", False):
             return []
         live = task_requirements(task).live_web
         if not live:
             return []
         message = (
             f"{task.id} needs the live web ({live[0]}), which this desktop's private network "
-            "does not reach: the provider's network='host' gives it the host's network"
+            "does not reach: install slirp4netns and iptables (internet=True, the default), "
+            "or use the provider's network='host'"
         )
         logger.warning("%s", message)
         return [message]

@@ -13,8 +13,9 @@ PACKAGES=(
   ffmpeg
   dbus-daemon dbus-bin at-spi2-core python3-gi gir1.2-atspi-2.0 python3-pyatspi
   procps
-  # Each local desktop's sandbox (mount, PID and user namespaces).
-  bubblewrap
+  # Each local desktop's sandbox (mount, PID and user namespaces), and the outbound internet of
+  # its private network (a user-mode network stack behind a packet filter).
+  bubblewrap slirp4netns iptables
   # OSWorld's applications, from Debian (Chromium runs as `google-chrome` through the desktop's
   # wrapper; VS Code is not in Debian) and GNOME's terminal and file manager, which tasks open.
   chromium gimp vlc thunderbird gnome-terminal nautilus

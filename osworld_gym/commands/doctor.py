@@ -257,6 +257,7 @@ def local_checks(launch: bool = True) -> list[Check]:
     )
     checks.append(_sandbox_check())
     checks.append(_limits_check())
+    checks.append(_internet_check())
     checks.append(_xlib_check())
     for module, package in (("Xlib", "python-xlib"), ("mss", "mss"), ("PIL", "pillow")):
         found = importlib.util.find_spec(module) is not None
@@ -315,6 +316,19 @@ def _limits_check() -> Check:
     fix = None if ok else "run as root (or delegate the memory and pids cgroups to this user)"
     # Not required: desktops run without the limits, but one desktop's excess is the host's.
     return Check("local", "per-desktop limits", ok, detail, fix, required=False)
+
+
+def _internet_check() -> Check:
+    """Whether a private network can get its outbound link (slirp4netns behind a filter)."""
+    from osworld_gym.providers import outbound
+
+    why_not = outbound.available()
+    if why_not is None:
+        detail = "slirp4netns behind a packet filter (the host's addresses stay out)"
+        return Check("local", "internet in a private network", True, detail, required=False)
+    # Not required: offline tasks run; those that load live pages warn at reset.
+    fix = "apt-get install -y slirp4netns iptables (or LocalProviderConfig(network='host'))"
+    return Check("local", "internet in a private network", False, why_not, fix, required=False)
 
 
 def _xlib_check() -> Check:

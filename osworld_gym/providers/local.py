@@ -20,6 +20,7 @@ of dead runs (:func:`remove_leftovers`).
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import secrets
@@ -55,6 +56,13 @@ from osworld_gym.providers.desktop_limits import (
 )
 from osworld_gym.providers.home_skeleton import write_default_home
 from osworld_gym.providers.netns import PortForwarder
+from osworld_gym.providers.outbound import (
+    BLOCKED_NETWORKS,
+    RESOLV_CONF,
+    OutboundError,
+    OutboundLink,
+)
+from osworld_gym.providers.outbound import available as outbound_available
 from osworld_gym.providers.ports import PortReservation, reserve_port
 from osworld_gym.providers.services import OSWORLD_SERVICE_PORTS, port_environment, service_urls
 from osworld_gym.providers.x_auth import XCookie, admit_launcher
@@ -101,8 +109,16 @@ class LocalProviderConfig(ProviderConfig):
         network: ``"private"``: a sandboxed desktop has a network namespace of its own, with a
             loopback of its own and nothing of the host's (its services, other desktops); the
             driver reaches the guest and OSWorld's service ports through a relay
-            (:mod:`osworld_gym.providers.netns`). No internet inside. ``"host"``: the desktop
-            shares the host's network, internet and loopback services included.
+            (:mod:`osworld_gym.providers.netns`). ``"host"``: the desktop shares the host's
+            network, internet and loopback services included.
+        internet: A private network reaches the internet through slirp4netns, behind a filter
+            that keeps the host's addresses, its local networks and the cloud's metadata
+            service out (:mod:`osworld_gym.providers.outbound`). False: no internet. Where
+            slirp4netns or iptables is missing, or the filter cannot be set, the desktop starts
+            without internet and says so in the log (``osworld-gym doctor`` checks it).
+        blocked_networks: More IPv4 networks (``"203.0.113.0/24"``) or addresses the internet
+            of a private network must not reach, beyond the filter's own list
+            (:data:`osworld_gym.providers.outbound.BLOCKED_NETWORKS`) and the host's addresses.
         host_ports: Ports of the host's loopback that a private network's desktop may reach
             at the same port on its own loopback (a page server for its browser in a test).
         limits: Memory, process and disk limits of each desktop
@@ -123,6 +139,8 @@ class LocalProviderConfig(ProviderConfig):
     reap_leftovers: bool = True
     shared_frames: bool = True
     network: str = "private"
+    internet: bool = True
+    blocked_networks: tuple[str, ...] = ()
     host_ports: tuple[int, ...] = ()
     limits: DesktopLimits = DesktopLimits()
 
@@ -178,12 +196,12 @@ def _teardown(
     reaper: subprocess.Popen[bytes] | None,
     ports: list[PortReservation],
     namespaces: list[sandbox.Namespaces],
-    forwarders: list[PortForwarder],
+    links: list[PortForwarder | OutboundLink],
     cgroups: DesktopCgroups,
 ) -> None:
     """Stop every process of a desktop and delete its folders (also run by the GC finalizer)."""
-    while forwarders:
-        forwarders.pop().close()
+    while links:
+        links.pop().close()
     _stop_sandbox(procs)
     processes.kill_marked(marker, timeout=3.0)
     while namespaces:
@@ -274,6 +292,11 @@ class LocalDesktop(Desktop):
         super().__init__()
         if config.network not in NETWORKS:  # before anything is made that would need undoing
             raise ProviderError(f"network must be one of {NETWORKS}, not {config.network!r}")
+        for network in config.blocked_networks:
+            try:
+                ipaddress.ip_network(network, strict=False)
+            except ValueError as e:
+                raise ProviderError(f"blocked_networks: {e}") from None
         self.config = config
         self.marker = uuid.uuid4().hex
         self._bwrap = sandbox.require_bwrap() if config.sandbox else None
@@ -349,7 +372,17 @@ class LocalDesktop(Desktop):
         self._namespaces: list[sandbox.Namespaces] = []
         # A network of its own needs a sandbox; the relay to it lives while its init does.
         self.private_network = config.network == "private" and self.folders is not None
-        self._forwarders: list[PortForwarder] = []
+        # The relays into it and its outbound link (slirp4netns), while its init runs.
+        self._forwarders: list[PortForwarder | OutboundLink] = []
+        self._outbound = self.private_network and config.internet
+        if self._outbound:
+            why_not = outbound_available()
+            if why_not is not None:
+                logger.warning("desktops start without internet: %s", why_not)
+                self._outbound = False
+        if self._outbound:
+            assert self.folders is not None
+            (self.folders.state / "resolv.conf").write_text(RESOLV_CONF)
         self._cgroups = DesktopCgroups.create(self.marker, config.limits)
         # Whether the session is complete (revivals happen only then), and restarts so far.
         self._session_ready = False
@@ -825,6 +858,7 @@ class LocalDesktop(Desktop):
                 masked=self._masked,
                 private_network=self.private_network,
                 as_guest=name == "guest",
+                resolv_conf=self.folders.state / "resolv.conf" if self._outbound else None,
             )
             if join is not None:
                 kwargs["pass_fds"] = (*kwargs.get("pass_fds", ()), *join.fds)  # type: ignore[misc]
@@ -1025,14 +1059,45 @@ class LocalDesktop(Desktop):
             time.sleep(0.01)
 
     def _start_forwarder(self) -> None:
-        """Relay the guest's and OSWorld's service ports into the new private network."""
+        """Relay the guest's and OSWorld's service ports into the new private network.
+
+        And give it the internet (:mod:`osworld_gym.providers.outbound`) when asked.
+        """
         while self._forwarders:
             self._forwarders.pop().close()
-        net = self._namespaces[0].net
-        if net is None:
+        namespaces = self._namespaces[0]
+        if namespaces.net is None:
             return
         inbound = tuple(reservation.port for reservation in self._service_ports)
-        self._forwarders.append(PortForwarder(net, inbound, tuple(self.config.host_ports)))
+        self._forwarders.append(
+            PortForwarder(namespaces.net, inbound, tuple(self.config.host_ports))
+        )
+        if not self._outbound:
+            return
+        try:
+            self._forwarders.append(
+                OutboundLink(
+                    namespaces.net,
+                    namespaces.user,
+                    blocked=(*BLOCKED_NETWORKS, *self.config.blocked_networks),
+                    timeout=self.config.boot_timeout,
+                    log=self.log_dir / "slirp4netns.log",
+                )
+            )
+        except (OutboundError, OSError, subprocess.TimeoutExpired) as e:
+            # The namespace has its loopback only: no internet, nothing of the host's.
+            logger.warning("%r starts without internet: %s", self, e)
+            self._outbound = False
+
+    @property
+    def internet(self) -> bool:
+        """Whether the desktop's programs reach the internet.
+
+        Through the host's network, or a private network's outbound link.
+        """
+        if not self.private_network:
+            return True
+        return any(isinstance(link, OutboundLink) and link.running() for link in self._forwarders)
 
     def _start_session(
         self, *, restart_guest: bool = True, keep_wm: bool = False, conn: Any = None

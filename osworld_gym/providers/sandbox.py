@@ -399,6 +399,7 @@ def wrap(
     masked: tuple[str, ...] = (),
     private_network: bool = False,
     as_guest: bool = False,
+    resolv_conf: Path | None = None,
 ) -> list[str]:
     """The command line that runs ``argv`` inside the desktop's sandbox.
 
@@ -431,6 +432,8 @@ def wrap(
         as_guest: ``argv`` is the guest server (``argv[0]`` its Python): under a root launcher
             it runs with a split identity the desktop's programs cannot signal
             (:meth:`HostIdentity.guest_command`).
+        resolv_conf: The resolver configuration shown as ``/etc/resolv.conf`` (a private
+            network's outbound link has a DNS forwarder of its own), or None: the host's.
     """
     if hidden is None:
         hidden = hidden_folders()
@@ -513,6 +516,9 @@ def wrap(
         "--bind", str(folders.runtime), RUNTIME_MOUNT,
         "--ro-bind", str(folders.state / "passwd"), "/etc/passwd",
         "--ro-bind", str(folders.state / "group"), "/etc/group",
+        # Where /etc/resolv.conf leads (a link to systemd-resolved's file on some hosts).
+        *(["--ro-bind", str(resolv_conf), os.path.realpath("/etc/resolv.conf")]
+          if resolv_conf is not None else []),
         *_visible(keep_visible, hidden),
         *[word for path in masked for word in ("--tmpfs", path)],
         # The empty folders read-only once their mount points are made: a desktop (whose

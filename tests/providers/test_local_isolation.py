@@ -245,7 +245,8 @@ def test_the_bundled_suites_answers_are_masked() -> None:
 
 
 def test_a_task_that_needs_the_live_web_is_flagged_on_a_private_network() -> None:
-    """No internet inside a private network: the reset says so instead of a silent zero."""
+    """No internet inside a private network (here: switched off): the reset says so instead
+    of a silent zero."""
     from desktop_helpers import SMALL_SCREEN
 
     from osworld_gym.env import OSWorldEnv
@@ -258,7 +259,7 @@ def test_a_task_that_needs_the_live_web_is_flagged_on_a_private_network() -> Non
         "evaluator": {"func": "infeasible"},
     }
     for network, flagged in (("private", True), ("host", False)):
-        provider = LocalProviderConfig(screen_size=SMALL_SCREEN, network=network)
+        provider = LocalProviderConfig(screen_size=SMALL_SCREEN, network=network, internet=False)
         env = OSWorldEnv(tasks=[task], provider=provider, screen_size=SMALL_SCREEN)
         try:
             _, info = env.reset(options={"task_id": "needs-the-web"})

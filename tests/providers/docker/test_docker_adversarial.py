@@ -24,21 +24,10 @@ SCREEN = (1280, 720)
 
 # What the docker provider leaks today, by case.
 KNOWN_LEAKS = {
-    "answer-key": "the image installs the bundled suites (osworld_gym_envs under "
-    "/opt/osworld-gym): the agent finds shopping_expected.txt, saves it over the document and "
-    "DONE scores 1.0",
-    "suite-files": "every task JSON and reference of the bundled suites is readable in the image "
-    "(/opt/osworld-gym/.../osworld_gym_envs)",
-    "oracle-scripts": "the image installs osworld_gym.commands.oracles and osworld_agents.oracles "
-    "(the scripted solutions) readable by the desktop's user",
     "identity": "sudo with OSWorld's password makes the desktop uid 0, and the container has no "
     "user namespace (uid_map 0 0 4294967295): root of the host's user namespace",
-    "screen-size": "xrandr --fb 800x600 makes every /screenshot fail (X11 BadMatch): the episode "
-    "ends as an infrastructure fault, which the pool re-runs",
-    "kill-guest": "the desktop's user may kill -9 the guest server: the episode ends as an "
-    "infrastructure fault instead of being scored",
-    "kill-window-manager": "the desktop's user may kill -9 openbox: the episode ends as an "
-    "infrastructure fault instead of being scored",
+    "kill-window-manager": "the desktop's user may kill -9 openbox, and nothing in the container "
+    "restarts it: the episode ends as an infrastructure fault instead of being scored",
 }
 
 
