@@ -8,12 +8,15 @@ Xvfb (still exiting), then the window manager (already gone), used to blame the 
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from osworld_gym.errors import DesktopDiedError
 from osworld_gym.providers.desktop_limits import DesktopCgroups
 from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.local_components import ComponentTable
 
 
 class _Handle:
@@ -32,12 +35,19 @@ class _Handle:
 
 def _desktop(**handles: _Handle) -> LocalDesktop:
     desktop = object.__new__(LocalDesktop)  # no processes started: only the check is tested
-    desktop._procs = dict(handles)  # type: ignore[attr-defined]
-    desktop._bwrap = None  # type: ignore[attr-defined]  # no sandbox: the handles' own PIDs
+    table = ComponentTable(
+        Path("/nonexistent"),
+        Path("/"),
+        wrap=lambda name, argv: (argv, ()),
+        environment=lambda name: {},
+        sandboxed=lambda name: False,  # no sandbox: the handles' own PIDs
+    )
+    table.procs.update(handles)  # type: ignore[arg-type]
+    table.log_tail = lambda name: f"log of {name}"  # type: ignore[method-assign]
+    desktop.components = table  # type: ignore[misc]
     desktop._cgroups = DesktopCgroups()  # type: ignore[attr-defined]  # no limits to check
-    desktop._disk_capped = False  # type: ignore[attr-defined]
+    desktop.files = SimpleNamespace(disk_full=lambda: None)  # type: ignore[assignment]
     desktop._session_ready = False  # type: ignore[attr-defined]  # nothing to restart
-    desktop._log_tail = lambda name: f"log of {name}"  # type: ignore[method-assign]
     return desktop
 
 

@@ -1,0 +1,249 @@
+"""A ``local`` desktop's session: session bus, accessibility bus, window manager.
+
+The session bus (``dbus-daemon``) with the AT-SPI launcher lets apps export accessibility
+trees; the window manager (openbox) manages their windows. A light reset keeps a window manager
+that is as fresh as a new one (:mod:`osworld_gym.providers.window_manager`) and starts a new
+session bus. During an episode, :meth:`Session.restart` starts again the parts the desktop's own
+programs killed or stopped (they run as the same user), as a session manager would.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from osworld_gym.errors import ProviderError
+from osworld_gym.providers import processes, window_manager
+from osworld_gym.providers.local_components import SERVING_STATES, ComponentTable
+
+logger = logging.getLogger(__name__)
+
+AT_SPI_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
+# Session components the desktop's own programs may stop (same uid), in start order.
+PARTS = ("dbus", "atspi", "wm")
+
+
+class Session:
+    """The session bus, accessibility bus and window manager of one desktop.
+
+    Args:
+        components: The desktop's components.
+        window_manager_command: The window manager's command line.
+        accessibility: Start a session bus and the AT-SPI launcher.
+        bus_socket: The session bus's socket on the host (a fixed path: a guest kept over a
+            reset keeps a valid address).
+        inside: A host path as a component sees it (inside the sandbox or not).
+        connect: Opens a new connection to the desktop's X server.
+        check: Raises when a core component died (polled while waiting).
+
+    Attributes:
+        bus_address: The session bus's address once started, else empty.
+    """
+
+    def __init__(
+        self,
+        components: ComponentTable,
+        *,
+        window_manager_command: tuple[str, ...],
+        accessibility: bool,
+        bus_socket: Path,
+        inside: Callable[[Path, str], str],
+        connect: Callable[[], Any],
+        check: Callable[[], None],
+    ) -> None:
+        self._components = components
+        self._command = list(window_manager_command)
+        self._accessibility = accessibility
+        self._bus_socket = bus_socket
+        self._inside = inside
+        self._connect = connect
+        self._check = check
+        self.bus_address = ""
+        # What the window manager showed when new (None until one runs).
+        self._wm_state: window_manager.WindowManagerState | None = None
+
+    # --- the whole session -----------------------------------------------------------------
+
+    def start(self, deadline: float, *, keep_wm: bool = False, conn: Any = None) -> None:
+        """Start the session bus (when asked for) and a window manager.
+
+        Args:
+            deadline: ``time.monotonic()`` value by which all of it must run.
+            keep_wm: A window manager was kept running: keep it if it is as fresh as a new
+                one (:meth:`_staleness`), else replace it.
+            conn: A connection to an X server that served an earlier session (a light
+                reset); None for a new X server.
+        """
+        if self._accessibility and shutil.which("dbus-daemon"):
+            self.start_bus(deadline)
+        used = conn is not None
+        if conn is None:
+            conn = self._connect()
+        try:
+            if keep_wm:
+                stale = self._staleness(conn, deadline)
+                if stale is not None:
+                    logger.info("restarting the window manager: %s", stale)
+                    self.stop_window_manager()
+            if "wm" not in self._components:
+                self.start_window_manager(conn, deadline, used=used)
+        finally:
+            if not used:
+                conn.close()
+
+    def restart(self, down: list[str], deadline: float) -> None:
+        """Start again the parts in ``down`` (of :data:`PARTS`), whatever their state.
+
+        The accessibility bus lives on the session bus: either one down starts both again.
+        """
+        if "dbus" in down or "atspi" in down:
+            for name in ("atspi", "dbus"):
+                if name in self._components:
+                    self._components.stop(name, timeout=0.0)  # a stopped one: SIGKILL
+            self.start_bus(deadline)
+        if "wm" in down:
+            self.stop_window_manager(timeout=0.0)
+            conn = self._connect()
+            try:
+                self.start_window_manager(conn, deadline, used=True)
+            finally:
+                conn.close()
+
+    # --- the session bus -------------------------------------------------------------------
+
+    def start_bus(self, deadline: float) -> None:
+        """Start the session bus, then the AT-SPI launcher on it."""
+        self._bus_socket.unlink(missing_ok=True)
+        socket = self._inside(self._bus_socket, "dbus")
+        argv = [
+            "dbus-daemon",
+            "--session",
+            "--nofork",
+            "--nopidfile",
+            f"--address=unix:path={socket}",
+        ]
+        self._components.spawn_reporting(
+            "dbus", lambda fd: [*argv, f"--print-address={fd}"], deadline
+        )
+        # Without the ",guid=" the daemon printed: libdbus clients drop a bus whose GUID is not
+        # the address's, and a guest kept over a reset hands its programs the address it got
+        # when it started, while each reset starts a new daemon (a new GUID) on the same path.
+        self.bus_address = f"unix:path={socket}"
+        if os.access(AT_SPI_LAUNCHER, os.X_OK):
+            # Started before any app: Qt apps only export their tree if the bus already runs.
+            self._components.spawn("atspi", [AT_SPI_LAUNCHER, "--launch-immediately"])
+
+    # --- the window manager ----------------------------------------------------------------
+
+    def start_window_manager(self, conn: Any, deadline: float, *, used: bool) -> None:
+        """Start the window manager once the last one let its selection go; wait until it runs.
+
+        Args:
+            conn: A connection to the desktop's X server.
+            deadline: ``time.monotonic()`` value by which it must run.
+            used: The X server served an earlier window manager, whose settings on the root
+                window a new one must not pick up.
+        """
+        self._wait_for_selection_released(conn, deadline)
+        if used:
+            window_manager.forget_desktop_settings(conn)
+        self._components.spawn("wm", list(self._command))
+        self._wait_for_window_manager(conn, deadline)
+        self._wm_state = self._fresh_state(conn, deadline)
+
+    def stop_window_manager(self, timeout: float = 1.0) -> None:
+        """Stop the window manager and forget what it showed when new."""
+        if "wm" in self._components:
+            self._components.stop("wm", timeout=timeout)
+        self._wm_state = None
+
+    def keeps_window_manager(self) -> bool:
+        """Whether resets may keep the window manager: openbox, whose freshness is checkable.
+
+        A reconfigured openbox makes its own windows again, so a changed set of its windows
+        tells that it may run another configuration than the restored HOME's.
+        """
+        return Path(self._command[0]).name == "openbox"
+
+    def window_manager_alive(self, conn: Any, pid: int) -> bool:
+        """Whether the window manager (program ``pid``) runs, not stopped, and owns ``WM_S0``."""
+        proc = self._components.procs.get("wm")
+        return (
+            self._wm_state is not None
+            and self.keeps_window_manager()
+            and proc is not None
+            and proc.poll() is None
+            and processes.state(pid) in SERVING_STATES
+            and window_manager.selection_owner(conn) == self._wm_state.owner
+        )
+
+    def _staleness(self, conn: Any, deadline: float) -> str | None:
+        """Why the kept window manager is not as fresh as a new one; None when it is.
+
+        Checked after the apps are gone and the X input state is reset: it answers a request,
+        holds no grab (an open menu or window switcher), has the windows, desktops and root
+        cursor it had when new (a busy cursor would show a launch from the last episode), and
+        nothing is shown on screen. A difference can be events it has not handled yet (the X
+        server notices killed clients asynchronously): after another round trip through it,
+        the check is made once more.
+        """
+        assert self._wm_state is not None
+        budget = min(deadline, time.monotonic() + window_manager.ANSWER_SECONDS)
+        why: str | None = None
+        for _ in range(2):
+            if not window_manager.answers(conn, budget):
+                return "it does not answer"
+            if window_manager.grabs_free(conn):
+                why = window_manager.difference(self._wm_state, window_manager.read_state(conn))
+            else:
+                why = "it holds a grab (a menu or the window switcher is open)"
+            if why is None:
+                return None
+        return why
+
+    def _fresh_state(self, conn: Any, deadline: float) -> window_manager.WindowManagerState:
+        """What the window manager just started shows, once it handles requests.
+
+        An EWMH window manager publishes its desktops while it starts; until the count is on
+        the root window it is read again after another round trip (bounded), so a state taken
+        mid-start is not what later resets compare with.
+        """
+        budget = min(deadline, time.monotonic() + window_manager.ANSWER_SECONDS)
+        while True:
+            if not window_manager.answers(conn, deadline):
+                log = self._components.log_tail("wm")
+                raise ProviderError(f"window manager does not answer\n{log}")
+            state = window_manager.read_state(conn)
+            desktops = dict(state.properties).get("_NET_NUMBER_OF_DESKTOPS")
+            if desktops or time.monotonic() >= budget:
+                return state
+
+    def _wait_for_selection_released(self, conn: Any, deadline: float) -> None:
+        """Wait until no window manager owns ``WM_S0``: the one just killed let it go.
+
+        The X server releases a dead client's selection once it has seen the connection
+        close, a moment after the process is gone; a new window manager's wait for the
+        selection would otherwise end at once, on the old owner.
+        """
+        while window_manager.selection_owner(conn):
+            if time.monotonic() >= deadline:
+                raise ProviderError("the window manager's selection (WM_S0) was never released")
+            time.sleep(0.005)
+
+    def _wait_for_window_manager(self, conn: Any, deadline: float) -> None:
+        """Wait until a window manager owns the ``WM_S0`` selection (ICCCM).
+
+        Root-window properties such as ``_NET_SUPPORTING_WM_CHECK`` outlive a killed window
+        manager, so only the selection tells that the new one manages windows.
+        """
+        while not window_manager.selection_owner(conn):
+            self._check()
+            if time.monotonic() >= deadline:
+                log = self._components.log_tail("wm")
+                raise ProviderError(f"window manager not ready in time\n{log}")
+            time.sleep(0.02)
