@@ -18,6 +18,7 @@ import tempfile
 import time
 from typing import Any
 
+from osworld_gym.guest.bounded_output import run_bounded
 from osworld_gym.guest.context import GuestContext
 from osworld_gym.guest.http import HTTPError, Request, Response, finite_number, os_string
 from osworld_gym.guest.identity import desktop_user
@@ -45,16 +46,14 @@ def _command_argv(command: Any, shell: bool) -> list[str] | str:
 
 
 def _run(ctx: GuestContext, argv: list[str] | str, shell: bool, timeout: float) -> dict[str, Any]:
-    completed = subprocess.run(
+    completed = run_bounded(
         argv,
+        spool=ctx.state_dir,
         shell=shell,
-        capture_output=True,
-        text=True,
         timeout=timeout,
         env=ctx.child_env(),
         cwd=ctx.home,
         stdin=subprocess.DEVNULL,
-        errors="replace",
         **desktop_user(),
     )
     return {
@@ -125,7 +124,8 @@ def _verified(ctx: GuestContext, verification: dict[str, Any]) -> bool:
             done = subprocess.run(
                 str(check),
                 shell=True,
-                capture_output=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
                 timeout=5,
                 env=ctx.child_env(),
                 cwd=ctx.home,
@@ -215,11 +215,9 @@ def run_python(ctx: GuestContext, request: Request) -> Response:
     with tempfile.NamedTemporaryFile("wb", suffix=".py", dir=ctx.state_dir, delete=False) as f:
         f.write(source)
     try:
-        done = subprocess.run(
+        done = run_bounded(
             [sys.executable, f.name],
-            capture_output=True,
-            text=True,
-            errors="replace",
+            spool=ctx.state_dir,
             timeout=RUN_PYTHON_TIMEOUT,
             env=ctx.child_env(),
             cwd=ctx.home,
@@ -262,12 +260,10 @@ def run_bash_script(ctx: GuestContext, request: Request) -> Response:
     with tempfile.NamedTemporaryFile("wb", suffix=".sh", dir=ctx.state_dir, delete=False) as f:
         f.write(script.encode("utf-8", "surrogateescape"))
     try:
-        done = subprocess.run(
+        done = run_bounded(
             ["/bin/bash", f.name],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
+            spool=ctx.state_dir,
+            merge_stderr=True,
             timeout=timeout,
             env=ctx.child_env(),
             cwd=workdir,

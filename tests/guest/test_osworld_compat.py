@@ -298,3 +298,38 @@ def test_download_file_from_inside_the_desktop(url: str, osworld_desktop: LocalD
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("path", "payload", "field"),
+    [
+        (
+            "/execute",
+            {"command": "head -c 40000000 /dev/zero | tr '\\0' x", "shell": True},
+            "output",
+        ),
+        (
+            "/run_python",
+            {"code": "import sys\nfor _ in range(40): sys.stdout.write('x' * 10**6)"},
+            "output",
+        ),
+        ("/run_bash_script", {"script": "head -c 40000000 /dev/zero | tr '\\0' x"}, "output"),
+    ],  # fmt: skip
+    ids=["execute", "run_python", "run_bash_script"],
+)
+def test_a_command_that_prints_too_much_is_cut_not_held(
+    url: str, path: str, payload: dict, field: str
+) -> None:
+    """40 MB of output: the first 16 MiB and a note come back; the guest holds no more."""
+    from osworld_gym.guest.bounded_output import MAX_OUTPUT_BYTES
+
+    body = post_json(url, path, payload).json()
+    text = body[field]
+    assert text.startswith("x" * 1000)
+    assert text.rstrip().endswith("of 40000000 bytes]")
+    assert MAX_OUTPUT_BYTES <= len(text) < MAX_OUTPUT_BYTES + 200
+
+
+def test_output_keeps_universal_newlines(url: str) -> None:
+    body = post_json(url, "/execute", {"command": "printf 'a\\r\\nb\\rc\\n'", "shell": True})
+    assert body.json()["output"] == "a\nb\nc\n"
