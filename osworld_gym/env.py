@@ -15,6 +15,7 @@ score rather than a zero: ``info["score"]`` is None and ``info["evaluation_error
 
 from __future__ import annotations
 
+import functools
 import logging
 import shutil
 import time
@@ -379,24 +380,23 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         mode = self.config.settle_mode
         if mode == "events" and "screenshot.settle_mode" not in client.info().capabilities:
             mode = "poll"  # OSWorld's own guest, or an image older than the events mode
-        options = {
-            "format": self.config.frame_format,
-            "quality": self.config.frame_quality,
-            "settle": self.config.settle,
-            "settle_timeout": self.config.settle_timeout,
-            "settle_quiet": self.config.quiet(mode, reset=reset),
-            "settle_mode": mode,
-            "settle_launch_timeout": self.config.settle_launch_timeout
-            if mode == "events"
-            else None,
-        }
-        shot = client.screenshot(**options)
+        take = functools.partial(
+            client.screenshot,
+            format=self.config.frame_format,
+            quality=self.config.frame_quality,
+            settle=self.config.settle,
+            settle_timeout=self.config.settle_timeout,
+            settle_quiet=self.config.quiet(mode, reset=reset),
+            settle_mode=mode,
+            settle_launch_timeout=self.config.settle_launch_timeout if mode == "events" else None,
+        )
+        shot = take()
         if shot.faults:
             # What the guest sees of the session (any provider: a container's or VM's window
             # manager is out of reach of quick_check()). A provider that restarts session
             # parts the desktop's own programs stopped does it in its check: once more, then.
             self._desktop.quick_check()
-            shot = client.screenshot(**options)
+            shot = take()
         if shot.faults:
             raise DesktopDiedError(shot.faults[0], None, "the guest saw it stop")
         timings["settle"] = shot.settle_seconds

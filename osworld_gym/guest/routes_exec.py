@@ -48,7 +48,6 @@ def _command_argv(command: Any, shell: bool) -> list[str] | str:
 def _run(ctx: GuestContext, argv: list[str] | str, shell: bool, timeout: float) -> dict[str, Any]:
     completed = run_bounded(
         argv,
-        spool=ctx.state_dir,
         shell=shell,
         timeout=timeout,
         env=ctx.child_env(),
@@ -217,7 +216,6 @@ def run_python(ctx: GuestContext, request: Request) -> Response:
     try:
         done = run_bounded(
             [sys.executable, f.name],
-            spool=ctx.state_dir,
             timeout=RUN_PYTHON_TIMEOUT,
             env=ctx.child_env(),
             cwd=ctx.home,
@@ -262,7 +260,6 @@ def run_bash_script(ctx: GuestContext, request: Request) -> Response:
     try:
         done = run_bounded(
             ["/bin/bash", f.name],
-            spool=ctx.state_dir,
             merge_stderr=True,
             timeout=timeout,
             env=ctx.child_env(),

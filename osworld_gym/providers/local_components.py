@@ -187,8 +187,20 @@ class ComponentTable:
             return False
 
     def down(self, name: str) -> bool:
-        """Whether component ``name`` exited or is stopped."""
-        return self.exited(name) or self.stopped(name)
+        """Whether component ``name`` exited, is exiting, or is stopped.
+
+        Its program, not only its handle: a sandboxed program's ``bwrap`` exits a few
+        milliseconds after the program does.
+        """
+        if self.exited(name):
+            return True
+        try:
+            pid = self.pid(name)
+        except (KeyError, IndexError):
+            return False
+        if self.sandboxed(name) and processes.command_name(pid) in (b"bwrap", None):
+            return True  # the chain ends at its bwrap: the program is gone
+        return processes.state(pid) in (*STOPPED_STATES, "Z", "X", None)
 
     def stop(self, name: str, timeout: float = 1.0) -> None:
         """Stop component ``name`` (SIGTERM, SIGKILL after ``timeout``) and forget it."""
