@@ -38,7 +38,7 @@ from Xlib.error import ConnectionClosedError, XError
 
 from osworld_gym.errors import DesktopDiedError, DesktopLimitError, ProviderError
 from osworld_gym.guest.client import ClientConfig
-from osworld_gym.providers import processes, sandbox
+from osworld_gym.providers import gnome_session, processes, sandbox
 from osworld_gym.providers.base import Desktop, Provider, ProviderConfig
 from osworld_gym.providers.desktop_environment import passed_through, search_path
 from osworld_gym.providers.desktop_identity import HostIdentity
@@ -61,6 +61,13 @@ from osworld_gym.providers.services import OSWORLD_SERVICE_PORTS, port_environme
 logger = logging.getLogger(__name__)
 
 NETWORKS = ("private", "host")  # LocalProviderConfig.network
+SESSIONS = ("minimal", "gnome")  # LocalProviderConfig.session
+# GNOME's settings daemons a GNOME session runs: the apps' theme and fonts (XSETTINGS), and the
+# media keys, among them Ubuntu's ctrl+alt+t for a terminal.
+_GNOME_DAEMONS = (
+    ("gsd-xsettings", ("/usr/libexec/gsd-xsettings",)),
+    ("gsd-media-keys", gnome_session.media_keys_command()),
+)
 # Where a sandboxed desktop's programs can write (so never on their PATH).
 _WRITABLE_INSIDE = (sandbox.DESKTOP_HOME, "/tmp", "/var/tmp", "/run/user", "/dev/shm",
                     f"{sandbox.STATE_MOUNT}/{sandbox.GUEST_STATE}")  # fmt: skip
@@ -91,6 +98,9 @@ class LocalProviderConfig(ProviderConfig):
         shared_frames: Hand raw screenshots over through shared memory (files on a tmpfs that
             the guest writes and the client reads, :class:`osworld_gym.guest.client.SharedFrames`)
             instead of the guest's HTTP answer. False: over HTTP, as for a remote guest.
+        session: ``"minimal"``: openbox (``window_manager``), the lightest desktop.
+            ``"gnome"``: GNOME Shell laid out as OSWorld's Ubuntu VM (top bar, the dock on the
+            left, Yaru; :mod:`osworld_gym.providers.gnome_session`); needs a sandbox.
         network: ``"private"``: a sandboxed desktop has a network namespace of its own, with a
             loopback of its own and nothing of the host's (its services, other desktops); the
             driver reaches the guest and OSWorld's service ports through a relay
@@ -123,6 +133,7 @@ class LocalProviderConfig(ProviderConfig):
     sudo_password: str = "password"
     reap_leftovers: bool = True
     shared_frames: bool = True
+    session: str = "minimal"
     network: str = "private"
     internet: bool = True
     blocked_networks: tuple[str, ...] = ()
@@ -245,6 +256,14 @@ class LocalDesktop(Desktop):
         super().__init__()
         if config.network not in NETWORKS:  # before anything is made that would need undoing
             raise ProviderError(f"network must be one of {NETWORKS}, not {config.network!r}")
+        if config.session not in SESSIONS:
+            raise ProviderError(f"session must be one of {SESSIONS}, not {config.session!r}")
+        if config.session == "gnome":
+            if not config.sandbox:
+                raise ProviderError("session='gnome' needs the sandbox (sandbox=True)")
+            why_not = gnome_session.available()
+            if why_not is not None:
+                raise ProviderError(f"session='gnome' cannot run here: {why_not}")
         for network in config.blocked_networks:
             try:
                 ipaddress.ip_network(network, strict=False)
@@ -290,14 +309,25 @@ class LocalDesktop(Desktop):
             xauthority=self.files.state_dir / "Xauthority",
             screen_size=config.screen_size,
         )
+        self._gnome: gnome_session.GnomeFiles | None = None
+        window_manager = tuple(config.window_manager)
+        if config.session == "gnome":
+            socket = self.files.desktop_path(self.files.runtime_dir / "system_bus_socket")
+            self._gnome = gnome_session.write_files(self.files.state_dir, socket)
+            window_manager = ("gnome-shell", "--x11", f"--mode={gnome_session.SESSION_MODE}")
         self.session = Session(
             self.components,
-            window_manager_command=tuple(config.window_manager),
+            window_manager_command=window_manager,
             accessibility=config.accessibility,
             bus_socket=self.files.runtime_dir / "bus",
             inside=self._inside,
             connect=self.x_server.connect,
             check=self._check_impl,
+            system_bus=None
+            if self._gnome is None
+            else (self._gnome.system_bus_config, self.files.runtime_dir / "system_bus_socket"),
+            daemons=() if self._gnome is None else _GNOME_DAEMONS,
+            ready_line=None if self._gnome is None else "GNOME Shell started",
         )
         self._service_ports: list[PortReservation] = []
         self.guest = GuestServer(
@@ -653,7 +683,8 @@ class LocalDesktop(Desktop):
         folder the session bus's socket (the bus starts again): nothing an episode left
         there stays.
         """
-        self.files.restore_home(self.identity, self.config.home_template)
+        session_files = gnome_session.write_home if self._gnome is not None else None
+        self.files.restore_home(self.identity, self.config.home_template, session_files)
         keep_visible = () if self.sandbox is None else self.sandbox.keep_visible
         self.files.empty_temp_folders(keep_visible, self.display)
         empty_folder(self.files.guest_state)
@@ -760,6 +791,8 @@ class LocalDesktop(Desktop):
             env["XAUTHORITY"] = self._inside(self.xauthority, component)
         if self.session.bus_address:
             env["DBUS_SESSION_BUS_ADDRESS"] = self.session.bus_address
+        if self._gnome is not None:
+            env.update(self._gnome_environment(component))
         if inside:
             env.update(
                 USER=sandbox.DESKTOP_USER,
@@ -770,6 +803,25 @@ class LocalDesktop(Desktop):
         env.update(port_environment(self.service_ports))
         env.update(dict(self.config.extra_env))
         env[processes.MARKER_VARIABLE] = self.marker
+        return env
+
+    def _gnome_environment(self, component: str) -> dict[str, str]:
+        """What a GNOME session's programs see, as under Ubuntu's session (``ubuntu:GNOME``)."""
+        assert self._gnome is not None
+        socket = self._inside(self.files.runtime_dir / "system_bus_socket", component)
+        env = {
+            "XDG_CURRENT_DESKTOP": "ubuntu:GNOME",
+            "XDG_SESSION_DESKTOP": "ubuntu",
+            "DESKTOP_SESSION": "ubuntu",
+            "XDG_SESSION_TYPE": "x11",
+            "GNOME_SHELL_SESSION_MODE": gnome_session.SESSION_MODE,
+            "GSETTINGS_SCHEMA_DIR": self._inside(self._gnome.schemas, component),
+            "XDG_DATA_DIRS": f"{self._inside(self._gnome.data, component)}:"
+            "/usr/local/share:/usr/share",
+            "DBUS_SYSTEM_BUS_ADDRESS": f"unix:path={socket}",
+        }
+        if component == "wm":
+            env["LIBGL_ALWAYS_SOFTWARE"] = "1"  # Mesa's llvmpipe: the X server has no GPU
         return env
 
     def _inside(self, path: Path, component: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from osworld_gym.providers import processes, sandbox
@@ -161,11 +162,18 @@ class DesktopFolders:
                 return str(Path(inside) / path.relative_to(host))
         raise ValueError(f"{path} is not visible inside the desktop")
 
-    def restore_home(self, identity: HostIdentity, template: str | None) -> None:
-        """HOME as a new desktop's: the default skeleton, then ``template`` over it."""
+    def restore_home(
+        self,
+        identity: HostIdentity,
+        template: str | None,
+        session_files: Callable[[Path], None] | None = None,
+    ) -> None:
+        """HOME as a new desktop's: the default skeleton, the session's files, ``template``."""
         # Emptied, not replaced: a guest kept over a reset has this very folder mounted.
         empty_folder(self.home)
         write_default_home(self.home)
+        if session_files is not None:
+            session_files(self.home)
         if template:
             shutil.copytree(template, self.home, symlinks=True, dirs_exist_ok=True)
         identity.hand_over(self.home, recursive=True)

@@ -40,6 +40,14 @@ class Session:
         inside: A host path as a component sees it (inside the sandbox or not).
         connect: Opens a new connection to the desktop's X server.
         check: Raises when a core component died (polled while waiting).
+        system_bus: A private system bus first, as ``(configuration, socket)`` on the host
+            (a GNOME session: the shell and ``timedatectl`` want one; the configuration names
+            the socket), or None.
+        daemons: Programs started, by component name, once the window manager runs (GNOME's
+            settings daemons: XSETTINGS for the apps' theme, media keys for ``ctrl+alt+t``).
+        ready_line: A line the window manager writes to its log once it has drawn its first
+            frame (GNOME Shell's "GNOME Shell started"), waited for after it took ``WM_S0``;
+            None: ``WM_S0`` is enough (openbox).
 
     Attributes:
         bus_address: The session bus's address once started, else empty.
@@ -55,8 +63,14 @@ class Session:
         inside: Callable[[Path, str], str],
         connect: Callable[[], Any],
         check: Callable[[], None],
+        system_bus: tuple[Path, Path] | None = None,
+        daemons: tuple[tuple[str, tuple[str, ...]], ...] = (),
+        ready_line: str | None = None,
     ) -> None:
         self._components = components
+        self._ready_line = ready_line
+        self._system_bus = system_bus
+        self._daemons = daemons
         self._command = list(window_manager_command)
         self._accessibility = accessibility
         self._bus_socket = bus_socket
@@ -79,6 +93,8 @@ class Session:
             conn: A connection to an X server that served an earlier session (a light
                 reset); None for a new X server.
         """
+        if self._system_bus is not None:
+            self._start_system_bus(deadline)
         if self._accessibility and shutil.which("dbus-daemon"):
             self.start_bus(deadline)
         used = conn is not None
@@ -95,6 +111,9 @@ class Session:
         finally:
             if not used:
                 conn.close()
+        for name, argv in self._daemons:
+            if name not in self._components:
+                self._components.spawn(name, list(argv))
 
     def restart(self, down: list[str], deadline: float) -> None:
         """Start again the parts in ``down`` (of :data:`PARTS`), whatever their state.
@@ -114,7 +133,21 @@ class Session:
             finally:
                 conn.close()
 
-    # --- the session bus -------------------------------------------------------------------
+    # --- the buses ------------------------------------------------------------------------
+
+    def _start_system_bus(self, deadline: float) -> None:
+        assert self._system_bus is not None
+        config, socket = self._system_bus
+        socket.unlink(missing_ok=True)
+        argv = [
+            "dbus-daemon",
+            f"--config-file={self._inside(config, 'sysbus')}",
+            "--nofork",
+            "--nopidfile",
+        ]
+        self._components.spawn_reporting(
+            "sysbus", lambda fd: [*argv, f"--print-address={fd}"], deadline
+        )
 
     def start_bus(self, deadline: float) -> None:
         """Start the session bus, then the AT-SPI launcher on it."""
@@ -152,8 +185,12 @@ class Session:
         self._wait_for_selection_released(conn, deadline)
         if used:
             window_manager.forget_desktop_settings(conn)
+        log = self._components.log_dir / "wm.log"
+        offset = log.stat().st_size if log.exists() else 0
         self._components.spawn("wm", list(self._command))
         self._wait_for_window_manager(conn, deadline)
+        if self._ready_line is not None:
+            self._wait_for_log_line(log, offset, self._ready_line, deadline)
         self._wm_state = self._fresh_state(conn, deadline)
 
     def stop_window_manager(self, timeout: float = 1.0) -> None:
@@ -234,6 +271,23 @@ class Session:
             if time.monotonic() >= deadline:
                 raise ProviderError("the window manager's selection (WM_S0) was never released")
             time.sleep(0.005)
+
+    def _wait_for_log_line(self, log: Path, offset: int, line: str, deadline: float) -> None:
+        """Wait until the window manager wrote ``line`` to its log after ``offset``.
+
+        The log is the driver's (outside the sandbox): no program of the desktop can write it.
+        """
+        wanted = line.encode()
+        while True:
+            with open(log, "rb") as f:
+                f.seek(offset)
+                if wanted in f.read():
+                    return
+            self._check()
+            if time.monotonic() >= deadline:
+                tail = self._components.log_tail("wm")
+                raise ProviderError(f"window manager never said {line!r}\n{tail}")
+            time.sleep(0.02)
 
     def _wait_for_window_manager(self, conn: Any, deadline: float) -> None:
         """Wait until a window manager owns the ``WM_S0`` selection (ICCCM).
