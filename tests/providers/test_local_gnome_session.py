@@ -77,3 +77,55 @@ def test_a_reset_gives_the_same_session_again(desktop: LocalDesktop) -> None:
     assert favorites.startswith("['google-chrome.desktop'")
     assert "Terminal" not in _sh(desktop, "wmctrl -l")
     assert _sh(desktop, "wmctrl -m | head -1") == "Name: GNOME Shell\n"
+
+
+def _titles(desktop: LocalDesktop) -> str:
+    return _sh(desktop, "wmctrl -l")
+
+
+@pytest.mark.apps
+def test_ctrl_s_saves_a_docx_with_no_keep_format_question(desktop: LocalDesktop) -> None:
+    """LibreOffice saves in Microsoft's formats by default, as on OSWorld's VM."""
+    import io
+
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("first line")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    desktop.client.upload("/home/user/Documents/note.docx", buffer.getvalue())
+    desktop.client.launch(["libreoffice", "--writer", "/home/user/Documents/note.docx"])
+    active = "xdotool getactivewindow getwindowname 2>/dev/null || true"
+    wait_until(
+        lambda: _sh(desktop, active) == "note.docx - LibreOffice Writer\n",
+        timeout=60,
+        message="Writer's window, focused",
+    )
+    # Until Writer has loaded and drawn the document, it drops keys: wait as the env does.
+    desktop.client.screenshot(format="raw", settle=True, settle_mode="events", settle_timeout=20)
+    desktop.client.actions(
+        [
+            {"kind": "hotkey", "keys": ["ctrl", "end"]},
+            {"kind": "type", "text": " added"},
+            {"kind": "hotkey", "keys": ["ctrl", "s"]},
+        ]
+    )
+
+    def saved() -> bool:
+        data = desktop.client.download("/home/user/Documents/note.docx")
+        text = "\n".join(p.text for p in docx.Document(io.BytesIO(data)).paragraphs)
+        return "added" in text
+
+    wait_until(saved, timeout=30, message="the document saved as .docx")
+    assert "Keep current format" not in _titles(desktop)
+    desktop.reset()
+
+
+@pytest.mark.apps
+def test_vlc_starts_without_its_privacy_question(desktop: LocalDesktop) -> None:
+    desktop.client.launch(["vlc", "--no-audio"])
+    wait_until(lambda: "VLC media player" in _titles(desktop), timeout=60, message="VLC's window")
+    time.sleep(1.0)  # the question comes right after the main window when it comes
+    assert "Privacy and Network Access Policy" not in _titles(desktop)
+    desktop.reset()
