@@ -204,8 +204,14 @@ def test_getters(clean_desktop: LocalDesktop, cache: AssetCache) -> None:
     assert get_getter("list_directory")(ctx, {"path": "~/no-such-folder"}) is None
     assert get_getter("content_from_vm_file")(ctx, {"path": "~/a.txt"}) == "A"
     assert get_getter("content_from_vm_file")(ctx, {"path": "~/none.txt"}) is None
-    # No wallpaper: OSWorld's getter writes an empty file and returns its path.
-    assert Path(get_getter("vm_wallpaper")(ctx, {"dest": "w.png"})).read_bytes() == b""
+    # The desktop's wallpaper is what GNOME's setting names (a file of the host's system
+    # folders, shown at its place); none set or none there: OSWorld's getter writes an empty file.
+    named = get_getter("vm_command_line")(
+        ctx, {"command": "gsettings get org.gnome.desktop.background picture-uri", "shell": True}
+    )
+    wallpaper = Path((named or "").strip().strip("'").removeprefix("file://"))
+    expected = wallpaper.read_bytes() if str(wallpaper) != "." and wallpaper.is_file() else b""
+    assert Path(get_getter("vm_wallpaper")(ctx, {"dest": "w.png"})).read_bytes() == expected
     with pytest.raises(FileNotFoundError):
         get_getter("cache_file")(ctx, {"path": "never-written.txt"})
     with pytest.raises(EvaluatorError, match="did you mean"):

@@ -518,19 +518,29 @@ class LocalDesktop(Desktop):
         consequence.
         """
         self._revive_session()
-        procs = self.components.procs
-        for name in self.CORE:
-            proc = procs.get(name)
-            if proc is not None and proc.poll() is not None:
-                cause = self._earlier_dead(name)
-                died = procs[cause]
-                raise DesktopDiedError(cause, died.returncode, self.components.log_tail(cause))
+        dead = self._dead_core()
+        if dead in PARTS and self._revive_session():
+            # It died between the first look and the poll (its bwrap exits a moment after it).
+            dead = self._dead_core()
+        if dead is not None:
+            cause = self._earlier_dead(dead)
+            died = self.components.procs[cause]
+            raise DesktopDiedError(cause, died.returncode, self.components.log_tail(cause))
         stopped = self._stopped_component()
         if stopped is not None:
             raise DesktopDiedError(stopped, None, "stopped (SIGSTOP or a tracer): not answering")
         hits = self._limit_hits()
         if hits:
             raise DesktopLimitError("; ".join(hits))
+
+    def _dead_core(self) -> str | None:
+        """The first core component (``CORE`` order) whose handle has exited, or None."""
+        procs = self.components.procs
+        for name in self.CORE:
+            proc = procs.get(name)
+            if proc is not None and proc.poll() is not None:
+                return name
+        return None
 
     def _limit_hits(self) -> list[str]:
         """The desktop's limits it hit (memory, processes, disk), in words."""
@@ -565,7 +575,7 @@ class LocalDesktop(Desktop):
                 return name
         return None
 
-    def _revive_session(self) -> None:
+    def _revive_session(self) -> bool:
         """Restart the session parts (:data:`local_session.PARTS`) that died or were stopped.
 
         The desktop's programs run as the same user as its session bus, accessibility bus and
@@ -575,16 +585,19 @@ class LocalDesktop(Desktop):
         will not start), while the X server, the sandbox and the guest run, the desktop is
         within its limits (a fork bomb's victims are its fault), and at most
         :data:`_MAX_REVIVALS` times an episode; otherwise the checks that follow report it.
+
+        Returns:
+            Whether it restarted anything.
         """
         if not self._session_ready or self._revivals >= _MAX_REVIVALS:
-            return
+            return False
         down = [name for name in PARTS if name in self.components and self.components.down(name)]
         if (
             not down
             or any(self.components.exited(name) for name in ("xvfb", "sandbox", "guest"))
             or self._limit_hits()  # what killed it: a fault the check reports
         ):
-            return
+            return False
         self._revivals += 1
         logger.info("%r: restarting %s, which the desktop's programs stopped", self, down)
         # Not complete while it restarts: the checks of the starts below report, not revive.
@@ -595,6 +608,7 @@ class LocalDesktop(Desktop):
             # The session stays incomplete (no more revivals) until the reset that follows.
             raise DesktopDiedError(down[0], None, f"stopped, and not restarted: {e}") from e
         self._session_ready = True
+        return True
 
     def _quick_check_impl(self) -> None:
         self._check_impl()  # polls of process handles: cheap enough for every observation
