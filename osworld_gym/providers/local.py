@@ -653,9 +653,8 @@ class LocalDesktop(Desktop):
         keep = [xvfb.pid]
         if "sandbox" in components:
             keep.extend(components.pids("sandbox"))
-        if not components.exited("guest") and "guest" in components:
-            if self.guest.healthy(self.client):
-                keep.extend(components.pids("guest"))
+        if "guest" in components and self.guest.healthy(self.client):
+            keep.extend(components.pids("guest"))
         # A live window manager stays (a restart costs ~40-60 ms of its CPU, the X server's
         # work for it and a sandbox start); the session checks that it is as fresh as a new
         # one, else replaces it.
@@ -666,7 +665,7 @@ class LocalDesktop(Desktop):
         # SIGKILL after a zero grace: apps need no chance to save, HOME is restored next. Repeated
         # while processes remain: an app may fork while it is being stopped, and one that
         # outlived the reset would hold what the next task needs (Chromium's debugging port).
-        sockets = self._host_sockets(exclude=keep)
+        sockets = self.files.host_sockets(self.marker, exclude=keep)
         processes.kill_marked(self.marker, exclude=keep, timeout=0)
         for path in sockets:
             processes.remove_stale_socket(path)
@@ -683,12 +682,6 @@ class LocalDesktop(Desktop):
             # starts from the keymap as it is.
             components.stop("guest")
         self._start_session(keep_wm=keep_wm, conn=conn)
-
-    def _host_sockets(self, exclude: list[int]) -> set[str]:
-        """Sockets the desktop's processes left in the host's temp folders (no sandbox)."""
-        if self.files.sandbox_folders is not None:
-            return set()  # its /tmp is its own, emptied by the reset
-        return self.files.host_sockets(processes.find_marked(self.marker, exclude=exclude))
 
     def _restore_files(self) -> None:
         """HOME as new; ``/tmp``, ``/var/tmp``, the guest's and the runtime folder emptied.
@@ -723,7 +716,7 @@ class LocalDesktop(Desktop):
 
     def _start_from_scratch(self) -> None:
         self._session_ready = False
-        sockets = self._host_sockets(exclude=[])  # as a light reset does (no sandbox)
+        sockets = self.files.host_sockets(self.marker, exclude=[])  # as a light reset does
         _stop_sandbox(self.components.procs)
         processes.kill_marked(self.marker, timeout=3.0)
         for path in sockets:

@@ -216,15 +216,18 @@ class DesktopFolders:
         except OSError as e:  # the component is going away: its /dev/shm goes with it
             logger.debug("cannot empty %s: %s", shm, e)
 
-    def host_sockets(self, pids: list[int]) -> set[str]:
-        """Sockets processes ``pids`` bound in the host's temp folders (no sandbox).
+    def host_sockets(self, marker: str, exclude: list[int]) -> set[str]:
+        """Sockets the desktop's processes left in the host's temp folders (no sandbox).
 
-        Without a sandbox the desktop's ``/tmp`` is the host's, and some apps put sockets there
-        whatever ``TMPDIR`` says (LibreOffice's single-instance pipe); killed with SIGKILL they
-        leave them behind. A sandbox's ``/tmp`` is emptied on reset instead.
+        The processes are those marked ``marker`` but for ``exclude``. Without a sandbox the
+        desktop's ``/tmp`` is the host's, and some apps put sockets there whatever ``TMPDIR``
+        says (LibreOffice's single-instance pipe); killed with SIGKILL they leave them behind.
+        A sandbox's ``/tmp`` is its own, emptied on reset: none then, and no scan of the host's
+        processes.
         """
         if self.sandbox_folders is not None:
             return set()
+        pids = processes.find_marked(marker, exclude=exclude)
         return {path for path in processes.socket_paths(pids) if path.startswith(HOST_TEMP)}
 
     def disk_full(self) -> str | None:

@@ -18,13 +18,11 @@ from pathlib import Path
 
 from osworld_gym.errors import DesktopDiedError, GuestError, ProviderError
 from osworld_gym.guest.client import GuestClient
-from osworld_gym.providers import processes
 from osworld_gym.providers.desktop_identity import HostIdentity
-from osworld_gym.providers.local_components import STOPPED_STATES, ComponentTable
+from osworld_gym.providers.local_components import ComponentTable
+from osworld_gym.providers.local_folders import SHM
 
 logger = logging.getLogger(__name__)
-
-_SHM = "/dev/shm"
 
 
 class GuestServer:
@@ -143,13 +141,13 @@ class GuestServer:
         elif self._components.sandboxed("guest"):
             root = f"/proc/{self._components.pid('guest')}/root"
             owner = (identity.uid, identity.gid) if identity.dedicated else None
-            client.share_frames(f"{root}{_SHM}", _SHM, owner=owner)
+            client.share_frames(f"{root}{SHM}", str(SHM), owner=owner)
         elif frames_dir is not None:
             client.share_frames(str(frames_dir))
 
     def healthy(self, client: GuestClient) -> bool:
         """Whether it runs and answers (a stopped one would not: no need to wait for that)."""
-        if processes.state(self._components.pid("guest")) in STOPPED_STATES:
+        if self._components.down("guest"):
             return False
         try:
             client.info(refresh=True)
