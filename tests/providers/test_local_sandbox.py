@@ -206,6 +206,13 @@ def test_google_chrome_runs_chromium_with_chromes_profile_and_the_desktops_port(
         # The browser process is named `chrome`, as on OSWorld's VM (tasks run `pkill chrome`).
         assert _sh(desktop, "pgrep -x chrome")[0] == 0
         assert (desktop.home / ".config" / "google-chrome").is_dir()
+        # Presented as Google Chrome: the window title OSWorld's tasks activate, Chrome's class.
+        windows = wait_until(
+            lambda: "Google Chrome" in (listed := _sh(desktop, "wmctrl -lx")[1]) and listed,
+            timeout=30,
+            message="a window titled Google Chrome",
+        )
+        assert "google-chrome.Google-chrome" in windows and "Chromium" not in windows, windows
         # Chromium writes its process titles over its environment, marker included: its
         # processes are the desktop's as descendants, and a reset stops every one of them (one
         # that outlived it held the debugging port the next task's browser needs).

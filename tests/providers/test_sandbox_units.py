@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from desktop_helpers import wait_until
+from pak_files import make_pak, read_pak
 
 from osworld_gym.guest import identity as guest_identity
 from osworld_gym.providers import desktop_bin, sandbox, split_identity
@@ -181,6 +182,10 @@ def _fake_root(root: Path, programs: list[str]) -> None:
         path.chmod(0o755)
     (root / "usr/lib/chromium/resources.pak").parent.mkdir(parents=True, exist_ok=True)
     (root / "usr/lib/chromium/resources.pak").write_text("pak")
+    (root / "usr/lib/chromium/locales").mkdir()
+    for locale in ("en-US", "de"):
+        pack = make_pak({956: b"$1 - Chromium"}, {})
+        (root / f"usr/lib/chromium/locales/{locale}.pak").write_bytes(pack)
 
 
 def test_wrappers_are_installed_only_for_programs_that_exist(tmp_path: Path) -> None:
@@ -205,11 +210,33 @@ def test_chrome_gets_chromes_program_name_in_both_layouts(tmp_path: Path) -> Non
     resources = mounted / CHROME_LINK.parent / "resources.pak"
     assert resources.readlink() == Path("/usr/lib/chromium/resources.pak")
     assert not (mounted / CHROME_LINK.parent / "chromium").exists()
-    # An image gets a hard link named `chrome` beside Chromium's program.
+    # Its locale pack says Google Chrome (window titles); other languages are Chromium's own.
+    locales = mounted / CHROME_LINK.parent / "locales"
+    assert read_pak((locales / "en-US.pak").read_bytes())[0] == {956: b"$1 - Google Chrome"}
+    assert (locales / "de.pak").readlink() == Path("/usr/lib/chromium/locales/de.pak")
+    assert b"Chromium" in (root / "usr/lib/chromium/locales/en-US.pak").read_bytes()
+    # Installed again (a desktop's restart) over what is there.
+    install_wrappers(mounted, str(root), chrome="mount")
+    assert read_pak((locales / "en-US.pak").read_bytes())[0] == {956: b"$1 - Google Chrome"}
+    # An image gets a hard link named `chrome` beside Chromium's program, and every pack of
+    # its own Chromium rebranded.
     linked = tmp_path / "linked"
     install_wrappers(linked, str(root), chrome="link")
     assert (linked / CHROME_LINK).readlink() == Path("/usr/lib/chromium/chrome")
     assert (root / "usr/lib/chromium/chrome").samefile(root / "usr/lib/chromium/chromium")
+    for locale in ("en-US", "de"):
+        pack = (root / f"usr/lib/chromium/locales/{locale}.pak").read_bytes()
+        assert read_pak(pack)[0] == {956: b"$1 - Google Chrome"}
+
+
+def test_a_pack_it_cannot_read_leaves_chromiums_name(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    _fake_root(root, ["/usr/lib/chromium/chromium"])
+    (root / "usr/lib/chromium/locales/en-US.pak").write_bytes(b"not a pack")
+    mounted = tmp_path / "mounted"
+    install_wrappers(mounted, str(root), chrome="mount")
+    pack = mounted / CHROME_LINK.parent / "locales" / "en-US.pak"
+    assert pack.readlink() == Path("/usr/lib/chromium/locales/en-US.pak")
 
 
 def _time_wait_port() -> int:

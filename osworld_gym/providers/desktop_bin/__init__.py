@@ -4,7 +4,8 @@ The shell scripts in this folder go first on the ``PATH`` of a sandboxed ``local
 (and into ``/usr/local/bin`` of the docker image):
 
 - ``google-chrome`` (and ``google-chrome-stable``): Debian's Chromium with Chrome's profile
-  folder and the desktop's own debugging port;
+  folder, name (:mod:`osworld_gym.providers.chrome_branding`) and window class, and the
+  desktop's own debugging port;
 - ``socat``: OSWorld's fixed forwarding ports translated to the desktop's own;
 - ``vlc``: VLC with the HTTP interface OSWorld's getters read;
 - ``sudo``: checks OSWorld's password and runs the command as the same user.
@@ -15,10 +16,15 @@ without Chromium has no ``google-chrome`` and a task that launches it fails as o
 
 from __future__ import annotations
 
+import logging
 import os
 from importlib import resources
 from pathlib import Path
 from typing import Literal
+
+from osworld_gym.providers.chrome_branding import PakFormatError, write_rebranded_locale
+
+logger = logging.getLogger(__name__)
 
 # Wrapper -> the program it needs on the host (None: nothing).
 WRAPPED: dict[str, str | None] = {
@@ -33,6 +39,8 @@ ALIASES: dict[str, str] = {"google-chrome-stable": "google-chrome"}
 # (Chromium names its process after the file it runs). Chromium reads its resources from that
 # file's folder, so the folder mirrors Chromium's.
 CHROME_LINK = Path(".chrome") / "chrome"
+# The locale pack a desktop's browser reads (its LANG is C.UTF-8, as OSWorld's VM is en-US).
+CHROME_LOCALE = "en-US.pak"
 
 
 def wrapper_source(name: str) -> str:
@@ -86,16 +94,41 @@ def _install_chrome_program(path: Path, root: Path, how: Literal["mount", "link"
     program = Path(WRAPPED["google-chrome"] or "")
     folder = path.parent
     folder.mkdir(exist_ok=True)
+    chromium_dir = root / program.parent.relative_to("/")
     if how == "link":
-        hard_link = root / program.parent.relative_to("/") / path.name
+        hard_link = chromium_dir / path.name
         if not hard_link.exists():
             os.link(root / program.relative_to("/"), hard_link)
         path.unlink(missing_ok=True)
         path.symlink_to(program.parent / path.name)
+        # An image of its own: its Chromium speaks as Chrome in every language it has.
+        for pack in sorted((chromium_dir / "locales").glob("*.pak")):
+            _rebrand(pack, pack)
         return
-    for entry in (root / program.parent.relative_to("/")).iterdir():
-        if entry.name not in (program.name, path.name):
-            link = folder / entry.name
-            link.unlink(missing_ok=True)
-            link.symlink_to(program.parent / entry.name)
+    for entry in chromium_dir.iterdir():
+        if entry.name not in (program.name, path.name, "locales"):
+            _replace_with_link(folder / entry.name, program.parent / entry.name)
+    # Chromium reads its locale packs from its program's folder: the desktop's language
+    # rebranded, the others as they are.
+    locales = folder / "locales"
+    locales.mkdir(exist_ok=True)
+    for pack in sorted((chromium_dir / "locales").glob("*")):
+        target = locales / pack.name
+        if pack.name != CHROME_LOCALE or not _rebrand(pack, target):
+            _replace_with_link(target, program.parent / "locales" / pack.name)
     path.touch()  # the mount point
+
+
+def _replace_with_link(link: Path, target: Path) -> None:
+    link.unlink(missing_ok=True)
+    link.symlink_to(target)
+
+
+def _rebrand(pack: Path, target: Path) -> bool:
+    """Write ``pack`` rebranded as Google Chrome to ``target``; False (logged) if unreadable."""
+    try:
+        write_rebranded_locale(pack, target)
+    except (PakFormatError, OSError) as e:
+        logger.warning("the browser keeps Chromium's name: %s: %s", pack, e)
+        return False
+    return True

@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+from desktop_helpers import wait_until
 
 from osworld_gym.errors import DesktopDiedError
 from osworld_gym.providers import make_provider
@@ -186,3 +187,33 @@ def test_host_x_servers_do_not_capture_the_container_apps(
     finally:
         host_x.terminate()
         host_x.wait()
+
+
+def test_google_chrome_starts_in_a_container_as_chrome(
+    provider: DockerProvider, our_containers
+) -> None:
+    """The container refuses Chromium's namespace sandbox: the browser runs without it, shows
+    no warning bar for that, and is presented as Google Chrome (title and window class)."""
+    with provider.launch() as desktop:
+        client = desktop.client
+        client.launch(["google-chrome", "--remote-debugging-port=1337"])
+        windows = wait_until(
+            lambda: (
+                "Google Chrome" in (listed := client.execute("wmctrl -lx", shell=True).output)
+                and listed
+            ),
+            timeout=60,
+            message="a window titled Google Chrome",
+        )
+        assert "Google Chrome" in windows and "google-chrome" in windows, windows
+        url = "http://127.0.0.1:${OSWORLD_GYM_PORT_1337:-1337}/json/version"
+        version = wait_until(
+            lambda: (
+                '"Browser"' in (out := client.execute(f"curl -s {url}", shell=True).output) and out
+            ),
+            timeout=30,
+            message="the browser's debugging endpoint",
+        )
+        assert "Chrome" in version
+        args = client.execute("ps -eo args | grep -m1 '^/.*chrome .*--no-sandbox'", shell=True)
+        assert "--test-type" in args.output, args.output  # no "unsupported flag" bar
