@@ -27,7 +27,12 @@ setup(
         + ["osworld_gym_envs", "osworld_gym.vm_images"]
     ),
     package_data={
-        "osworld_gym": ["py.typed", "guest/*.py", "providers/desktop_bin/*"],
+        "osworld_gym": [
+            "py.typed",
+            "guest/*.py",
+            "providers/desktop_bin/*",
+            "providers/gnome_extension/*",
+        ],
         "osworld_gym_envs": ["**/*"],
         # Shell scripts and root filesystem files keep their modes (the session scripts under
         # rootfs/usr/local/bin must stay executable in the image).

@@ -1,7 +1,8 @@
 """Observation and local reset costs on one local desktop, before and after (issue 20).
 
     flock /tmp/osworld-bench.lock python benchmarks/bench_observe.py \\
-        [--shots 100] [--resets 20] [--steps 60] [--width 1920 --height 1080] [--baseline REV]
+        [--shots 100] [--resets 20] [--steps 60] [--width 1920 --height 1080]
+        [--session minimal|gnome] [--baseline REV | --compare-sessions]
 
 Measured on a desktop with a terminal and a text editor open:
 
@@ -17,6 +18,10 @@ Measured on a desktop with a terminal and a text editor open:
 * per ``env.step`` (``gym.make("OSWorld-v0")`` with its defaults at that revision: a command
   typed into a terminal, the settle wait, the observation): the driver's, guest's and X
   server's CPU per step and the latency. This is the issue's "guest CPU per step at 1080p".
+
+``--session gnome`` measures a GNOME session (``LocalProviderConfig(session=...)``) instead of
+the minimal one; ``--compare-sessions`` measures both at this revision, the minimal (openbox)
+session as the baseline (issue 36: GNOME's cost against openbox's).
 
 ``--baseline REV`` runs the same measurements on git revision REV's code (``git archive`` into a
 temp folder, run in a subprocess with that tree first on ``PYTHONPATH``, its guest included) and
@@ -176,7 +181,7 @@ def measure_steps(args: argparse.Namespace) -> dict[str, float]:
         action_format="structured",
         screen_size=screen,
         max_steps=args.steps + 1,
-        provider=LocalProviderConfig(screen_size=screen),
+        provider=LocalProviderConfig(screen_size=screen, **_session(args)),
     ).unwrapped
     try:
         env.reset(options={"task_id": TERMINAL_TASK["id"]})
@@ -201,8 +206,13 @@ def measure_steps(args: argparse.Namespace) -> dict[str, float]:
     }
 
 
+def _session(args: argparse.Namespace) -> dict[str, str]:
+    """The session option, only when not the default (older revisions have none)."""
+    return {} if args.session == "minimal" else {"session": args.session}
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    config = LocalProviderConfig(screen_size=(args.width, args.height))
+    config = LocalProviderConfig(screen_size=(args.width, args.height), **_session(args))
     with LocalProvider(config).launch() as desktop:
         populate(desktop)
         observations = measure_observations(desktop, args.shots)
@@ -226,7 +236,7 @@ def run_baseline(args: argparse.Namespace) -> dict[str, Any]:
         command = [
             sys.executable, __file__, "--json-out", str(out), "--shots", str(args.shots),
             "--resets", str(args.resets), "--width", str(args.width), "--height", str(args.height),
-            "--steps", str(args.steps),
+            "--steps", str(args.steps), *(["--session", args.session] if _session(args) else []),
         ]  # fmt: skip
         # From the temp folder: the current checkout must not shadow the baseline's package.
         subprocess.run(command, env=env, cwd=folder, check=True)
@@ -287,20 +297,33 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60, help="env steps (0: skip them)")
     parser.add_argument("--width", type=int, default=1920)
     parser.add_argument("--height", type=int, default=1080)
-    parser.add_argument("--baseline", help="git revision to compare with (e.g. HEAD)")
+    parser.add_argument("--session", default="minimal", choices=("minimal", "gnome"))
+    compare = parser.add_mutually_exclusive_group()
+    compare.add_argument("--baseline", help="git revision to compare with (e.g. HEAD)")
+    compare.add_argument(
+        "--compare-sessions",
+        action="store_true",
+        help="measure the gnome session against the minimal one ('before'), at this revision",
+    )
     parser.add_argument("--json-out", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.json_out:  # the baseline's subprocess
         Path(args.json_out).write_text(json.dumps(measure(args)))
         return
-    before = run_baseline(args) if args.baseline else None
-    after = measure(args)
+    if args.compare_sessions:
+        before = measure(argparse.Namespace(**{**vars(args), "session": "minimal"}))
+        after = measure(argparse.Namespace(**{**vars(args), "session": "gnome"}))
+        label = "'before' is the minimal (openbox) session, 'after' the gnome session"
+    else:
+        before = run_baseline(args) if args.baseline else None
+        after = measure(args)
+        label = f"'before' is {args.baseline}" if args.baseline else "no baseline"
+        label += f"; session {args.session}"
     print()
     print(
         f"screen {args.width}x{args.height}; {args.shots} raw shots per row, {args.resets} resets"
     )
-    label = f"'before' is {args.baseline}" if args.baseline else "no baseline"
     report(after, before, label)
 
 

@@ -22,10 +22,13 @@ PACKAGES=(
   # Command-line tools OSWorld's task files call in their setup steps and checks.
   socat jq bc xsel xclip tree git zip unzip curl wget sysstat expect file
   pulseaudio pulseaudio-utils desktop-file-utils libglib2.0-bin python3-tk
-  # gsettings that persist (dconf over the session bus) and GNOME's keys, which tasks set and read.
-  dconf-gsettings-backend dconf-service gsettings-desktop-schemas
+  # gsettings that persist (dconf over the session bus) and GNOME's keys, which tasks set and read;
+  # `dconf` (as on Ubuntu) also restores a kept GNOME Shell's settings at a reset.
+  dconf-gsettings-backend dconf-service dconf-cli gsettings-desktop-schemas
   # session="gnome": GNOME Shell (X11 mode) with the Ubuntu-style dock and Yaru, as OSWorld's VM.
   gnome-shell gnome-shell-extension-dashtodock yaru-theme-gtk yaru-theme-icon yaru-theme-gnome-shell
+  # gjs runs the shell's notification service (apps' notifications reach the shell through it).
+  gjs
   # The docker provider: an engine (started by scripts/start_docker.sh), debootstrap for the
   # guest image (vm_images/), an SSH server for the tests of ssh:// engines.
   docker.io debootstrap openssh-server

@@ -13,7 +13,14 @@ the desktop's read-only state folder, where every program of the desktop finds i
   get`` shows them, ``set`` writes the user's own database in HOME (restored by each reset) and
   ``reset`` comes back to them, as on the VM;
 - a private system bus configuration: GNOME Shell and ``timedatectl`` want a system bus, and
-  the sandbox has no system services.
+  the sandbox has no system services;
+- the session bus's configuration: the session's own, except that no program may change the
+  environment the bus starts services with (a GNOME session keeps its bus over resets);
+- the user's settings database as a new desktop's HOME has it (``ctrl+alt+t`` among them),
+  compiled once (``dconf compile``), with its text, which a reset reloads through dconf when an
+  episode changed settings under a GNOME Shell it keeps (:func:`reload_settings_command`);
+- the shell-state extension (``gnome_extension/``), which tells a reset whether the shell is as
+  fresh as a new one (:data:`FRESHEN_COMMAND`).
 
 Each choice below names its source: OSWorld's task files (``os/<id>``) or the accessibility tree
 of OSWorld's desktop that OSWorld's agent code carries (``mm_agents/autoglm/prompt/
@@ -22,13 +29,40 @@ deduplicate_node.py`` in OSWorld's repository, April 2026). docs/concepts/deskto
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 SESSION_MODE = "osworld"
 DOCK_EXTENSION = "dash-to-dock@micxgx.gmail.com"
+# Ours: tells a reset whether the shell is as fresh as a new one (gnome_extension/extension.js).
+STATE_EXTENSION = "shell-state@osworld-gym"
+# Run in the desktop at a reset that keeps the shell, after the episode's programs are gone and
+# the runtime folder and HOME are restored:
+# - the bus reads its service folders again: the ones in HOME and the runtime folder, where a
+#   program of the episode could have added services, are a new desktop's again (it notices on
+#   its own, but maybe only after the next call asks it to start one);
+# - the shell's notification service (org.freedesktop.Notifications, apps' way to the shell),
+#   which the reset stopped with the episode's programs and the shell starts only once, starts
+#   again;
+# - the shell-state extension tells what the episode left in the shell (a GVariant tuple).
+_BUS_CALL = (
+    "gdbus call --session --timeout=10 --dest=org.freedesktop.DBus"
+    " --object-path=/org/freedesktop/DBus --method=org.freedesktop.DBus"
+)
+FRESHEN_COMMAND = (
+    "sh", "-c",
+    f"{_BUS_CALL}.ReloadConfig >/dev/null"
+    f" && {_BUS_CALL}.StartServiceByName org.gnome.Shell.Notifications 0 >/dev/null"
+    " && exec gdbus call --session --timeout=5 --dest=org.osworldgym.ShellState"
+    " --object-path=/org/osworldgym/ShellState --method=org.osworldgym.ShellState.Freshen",
+)  # fmt: skip
+# Where a user's settings live in HOME (dconf's user database).
+USER_DATABASE = Path(".config") / "dconf" / "user"
 SYSTEM_SCHEMAS = Path("/usr/share/glib-2.0/schemas")
 
 # The dock of OSWorld's desktop, top to bottom (its accessibility tree: Google Chrome,
@@ -108,6 +142,22 @@ _SYSTEM_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC
 """
 
 
+# The session bus: the session's own configuration, except that no program may change the
+# environment it starts services with. A GNOME session keeps its bus over light resets, and a
+# changed environment (UpdateActivationEnvironment) would reach the next episode's services.
+_SESSION_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC
+ "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <include>/usr/share/dbus-1/session.conf</include>
+  <policy context="mandatory">
+    <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"
+          send_member="UpdateActivationEnvironment"/>
+  </policy>
+</busconfig>
+"""
+
+
 @dataclass(frozen=True)
 class GnomeFiles:
     """Where the session's files are, on the host (inside: under the state mount).
@@ -116,11 +166,17 @@ class GnomeFiles:
         schemas: The compiled GSettings schemas with the vendor defaults.
         data: A data folder to put first on ``XDG_DATA_DIRS`` (the session mode, desktop files).
         system_bus_config: The system bus's configuration.
+        session_bus_config: The session bus's configuration.
+        user_database: The user's settings database of a new desktop (dconf's binary format).
+        user_settings: The same settings as text (``dconf dump``'s keyfile format).
     """
 
     schemas: Path
     data: Path
     system_bus_config: Path
+    session_bus_config: Path
+    user_database: Path
+    user_settings: Path
 
 
 def _override() -> str:
@@ -137,7 +193,7 @@ def _session_mode() -> str:
         "{\n"
         '    "parentMode": "user",\n'
         '    "stylesheetName": "Yaru/gnome-shell.css",\n'
-        f'    "enabledExtensions": ["{DOCK_EXTENSION}"]\n'
+        f'    "enabledExtensions": ["{DOCK_EXTENSION}", "{STATE_EXTENSION}"]\n'
         "}\n"
     )
 
@@ -163,7 +219,15 @@ def available() -> str | None:
     """Why a GNOME session cannot run here (None when it can)."""
     missing = [
         name
-        for name in ("gnome-shell", "glib-compile-schemas", "dbus-daemon")
+        for name in (
+            "gnome-shell",
+            "glib-compile-schemas",
+            "dbus-daemon",
+            "dbus-send",
+            "dconf",
+            "gdbus",
+            "gjs",
+        )  # fmt: skip
         if shutil.which(name) is None
     ]
     if not Path("/usr/share/gnome-shell/extensions", DOCK_EXTENSION).is_dir():
@@ -175,15 +239,16 @@ def available() -> str | None:
     return None
 
 
-def write_files(state: Path, system_bus_socket: str) -> GnomeFiles:
+def write_files(state: Path, system_bus_socket: str, home_template: str | None) -> GnomeFiles:
     """Write the session's files into the desktop's state folder ``state``.
 
     Args:
         state: The state folder on the host.
         system_bus_socket: Where the system bus listens, as the desktop sees it.
+        home_template: The desktop's HOME template (its settings database is kept), or None.
 
     Raises:
-        OSError: the schemas could not be compiled (the message says why).
+        OSError: the schemas or the settings could not be compiled (the message says why).
     """
     schemas = state / "gnome" / "schemas"
     schemas.mkdir(parents=True, exist_ok=True)
@@ -192,19 +257,145 @@ def write_files(state: Path, system_bus_socket: str) -> GnomeFiles:
             shutil.copyfile(source, schemas / source.name)
     # After the distribution's own overrides (files are read in name order).
     (schemas / "zz_osworld-gym.gschema.override").write_text(_override())
-    done = subprocess.run(
-        ["glib-compile-schemas", str(schemas)], capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise OSError(f"glib-compile-schemas failed: {done.stderr.strip()}")
+    _run(["glib-compile-schemas", str(schemas)])
     data = state / "gnome" / "share"
     (data / "gnome-shell" / "modes").mkdir(parents=True, exist_ok=True)
     (data / "gnome-shell" / "modes" / f"{SESSION_MODE}.json").write_text(_session_mode())
     (data / "applications").mkdir(exist_ok=True)
     (data / "applications" / "google-chrome.desktop").write_text(_GOOGLE_CHROME_DESKTOP)
+    _write_extension(data / "gnome-shell" / "extensions" / STATE_EXTENSION)
     config = state / "gnome" / "system-bus.conf"
     config.write_text(_SYSTEM_BUS_CONFIG.replace("{socket}", system_bus_socket))
-    return GnomeFiles(schemas=schemas, data=data, system_bus_config=config)
+    session_config = state / "gnome" / "session-bus.conf"
+    session_config.write_text(_SESSION_BUS_CONFIG)
+    database, settings = _user_settings(state / "gnome", home_template)
+    return GnomeFiles(
+        schemas=schemas,
+        data=data,
+        system_bus_config=config,
+        session_bus_config=session_config,
+        user_database=database,
+        user_settings=settings,
+    )
+
+
+def _run(argv: list[str], env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+    if done.returncode != 0:
+        raise OSError(f"{argv[0]} {argv[1]} failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def _write_extension(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    source = resources.files("osworld_gym.providers").joinpath("gnome_extension")
+    for name in ("metadata.json", "extension.js"):
+        (folder / name).write_text(source.joinpath(name).read_text())
+    uuid = json.loads((folder / "metadata.json").read_text())["uuid"]
+    if uuid != STATE_EXTENSION:
+        raise OSError(f"the shell-state extension's uuid is {uuid!r}, not {STATE_EXTENSION!r}")
+
+
+# The user's settings a new desktop starts with. Ubuntu's gnome-settings-daemon keeps a
+# "terminal" media key (ctrl+alt+t), which upstream GNOME (Debian's) dropped: a custom
+# keybinding does the same. Custom keybindings live at paths of their own, which vendor
+# defaults cannot reach, so they are the user's settings, as a new HOME has them.
+_TERMINAL_BINDING = "/org/gnome/settings-daemon/plugins/media-keys/custom-keybindings/terminal/"
+_SESSION_SETTINGS = f"""[org/gnome/settings-daemon/plugins/media-keys]
+custom-keybindings=['{_TERMINAL_BINDING}']
+
+[{_TERMINAL_BINDING.strip("/")}]
+binding='<Primary><Alt>t'
+command='gnome-terminal'
+name='Terminal'
+"""
+# What the session's own programs write on a user's first login, which OSWorld's VM is long past
+# (GNOME Shell 43 its default app folders, Files and GTK 4 their first-run marks). Without them
+# each new shell writes them, and the first reset after it reloads every setting.
+_FIRST_LOGIN_SETTINGS = """[org/gnome/desktop/app-folders]
+folder-children=['Utilities', 'YaST']
+
+[org/gnome/desktop/app-folders/folders/Utilities]
+apps=['gnome-abrt.desktop', 'gnome-system-log.desktop', 'nm-connection-editor.desktop', \
+'org.gnome.baobab.desktop', 'org.gnome.Connections.desktop', 'org.gnome.DejaDup.desktop', \
+'org.gnome.Dictionary.desktop', 'org.gnome.DiskUtility.desktop', 'org.gnome.eog.desktop', \
+'org.gnome.Evince.desktop', 'org.gnome.FileRoller.desktop', 'org.gnome.fonts.desktop', \
+'org.gnome.seahorse.Application.desktop', 'org.gnome.tweaks.desktop', 'org.gnome.Usage.desktop', \
+'vinagre.desktop']
+categories=['X-GNOME-Utilities']
+name='X-GNOME-Utilities.directory'
+translate=true
+
+[org/gnome/desktop/app-folders/folders/YaST]
+categories=['X-SuSE-YaST']
+name='suse-yast.directory'
+translate=true
+
+[org/gnome/nautilus/preferences]
+migrated-gtk-settings=true
+
+[org/gtk/gtk4/settings/file-chooser]
+show-hidden=false
+sort-directories-first=false
+"""
+
+
+def _user_settings(folder: Path, home_template: str | None) -> tuple[Path, Path]:
+    """Compile the settings of a new desktop's HOME: the template's, then the session's.
+
+    Returns:
+        The database (``dconf compile``) and its text (``dconf dump`` of it).
+    """
+    keyfiles = folder / "user-settings.d"
+    keyfiles.mkdir(exist_ok=True)
+    template_db = Path(home_template) / USER_DATABASE if home_template else None
+    if template_db is not None and template_db.is_file():
+        (keyfiles / "00-template").write_text(_dump(template_db, folder))
+    (keyfiles / "40-first-login").write_text(_FIRST_LOGIN_SETTINGS)
+    (keyfiles / "50-session").write_text(_SESSION_SETTINGS)
+    database = folder / "user-settings.db"
+    _run(["dconf", "compile", str(database), str(keyfiles)])
+    settings = folder / "user-settings.ini"
+    settings.write_text(_dump(database, folder))
+    return database, settings
+
+
+def _dump(database: Path, folder: Path) -> str:
+    """The settings of a dconf database file, as text (read alone: no system databases)."""
+    config = folder / "dump-config"
+    (config / "dconf").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(database, config / "dconf" / "user")
+    profile = folder / "dump-profile"
+    profile.write_text("user-db:user\n")
+    env = {**os.environ, "XDG_CONFIG_HOME": str(config), "DCONF_PROFILE": str(profile)}
+    try:
+        return _run(["dconf", "dump", "/"], env=env)
+    finally:
+        shutil.rmtree(config, ignore_errors=True)
+
+
+def laid_out(properties: dict[str, object]) -> bool:
+    """Whether GNOME Shell has laid out the desktop (its root window's EWMH properties).
+
+    It says it started before it reserves the top bar's and the dock's room: the work area
+    (one rectangle per workspace) then starts below the top bar, on every workspace.
+    """
+    desktops = properties.get("_NET_NUMBER_OF_DESKTOPS")
+    area = properties.get("_NET_WORKAREA")
+    if not isinstance(desktops, tuple) or not isinstance(area, tuple) or not desktops:
+        return False
+    return len(area) == 4 * desktops[0] and all(area[i + 1] > 0 for i in range(0, len(area), 4))
+
+
+def reload_settings_command(settings: str) -> tuple[str, ...]:
+    """A command that makes dconf's service rewrite the user's settings as ``settings`` (text).
+
+    Run in the desktop after a reset restored the settings database of HOME under programs
+    that keep running (GNOME Shell, GNOME's settings daemons): they read the database file but
+    learn of changes only from the service's signals, so each key is reset, then written again,
+    through the service.
+    """
+    return ("sh", "-c", 'dconf reset -f / && dconf load / < "$1"', "reload-settings", settings)
 
 
 # LibreOffice saves in Microsoft's formats by default on OSWorld's VM (its image notes: "Always
@@ -228,13 +419,17 @@ _DEFAULT_FILTER_ITEM = (
 _VLCRC = "[qt] # Qt interface\nqt-privacy-ask=0\n"
 
 
-def write_home(home: Path) -> None:
+def write_home(home: Path, files: GnomeFiles) -> None:
     """What OSWorld's desktop keeps in HOME, long past its first login (after the skeleton).
 
     - GNOME Shell tells a user without GNOME's display manager, once, that the screen cannot
       lock; OSWorld's VM logs in through GDM and never shows it: its marker says it was shown.
     - LibreOffice's default formats as on the VM, VLC without its first-start question.
+    - The user's settings (``files.user_database``).
     """
+    database = home / USER_DATABASE
+    database.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(files.user_database, database)
     marker = home / ".local" / "share" / "gnome-shell" / "lock-warning-shown"
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.touch()
@@ -249,26 +444,3 @@ def write_home(home: Path) -> None:
     vlcrc = home / ".config" / "vlc" / "vlcrc"
     vlcrc.parent.mkdir(parents=True, exist_ok=True)
     vlcrc.write_text(_VLCRC)
-
-
-# Ubuntu's gnome-settings-daemon keeps a "terminal" media key (ctrl+alt+t), which upstream GNOME
-# (Debian's) dropped: a custom keybinding does the same. Custom keybindings live at paths of
-# their own, which vendor defaults cannot reach, so the media-keys daemon's start sets it in the
-# user's database first (restored with HOME by each reset).
-_TERMINAL_BINDING = "/org/gnome/settings-daemon/plugins/media-keys/custom-keybindings/terminal/"
-
-
-def media_keys_command(daemon: str = "/usr/libexec/gsd-media-keys") -> tuple[str, ...]:
-    """The media-keys daemon's command line, ``ctrl+alt+t`` (GNOME Terminal) set first."""
-    schema = f"org.gnome.settings-daemon.plugins.media-keys.custom-keybinding:{_TERMINAL_BINDING}"
-    script = "; ".join(
-        [
-            "gsettings set org.gnome.settings-daemon.plugins.media-keys custom-keybindings"
-            f" \"['{_TERMINAL_BINDING}']\"",
-            f"gsettings set {schema} name 'Terminal'",
-            f"gsettings set {schema} command 'gnome-terminal'",
-            f"gsettings set {schema} binding '<Primary><Alt>t'",
-            f'exec "{daemon}"',
-        ]
-    )
-    return ("sh", "-c", script)

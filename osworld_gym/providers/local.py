@@ -20,6 +20,7 @@ of dead runs (:func:`remove_leftovers`).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import os
@@ -48,7 +49,7 @@ from osworld_gym.providers.desktop_limits import (
     remove_stale_groups,
 )
 from osworld_gym.providers.local_components import ComponentTable, reap
-from osworld_gym.providers.local_folders import SHM, DesktopFolders, empty_folder
+from osworld_gym.providers.local_folders import SHM, DesktopFolders, empty_folder, empty_tree
 from osworld_gym.providers.local_guest import GuestServer
 from osworld_gym.providers.local_sandbox import DesktopSandbox
 from osworld_gym.providers.local_session import PARTS, Session
@@ -66,7 +67,7 @@ SESSIONS = ("minimal", "gnome")  # LocalProviderConfig.session
 # media keys, among them Ubuntu's ctrl+alt+t for a terminal.
 _GNOME_DAEMONS = (
     ("gsd-xsettings", ("/usr/libexec/gsd-xsettings",)),
-    ("gsd-media-keys", gnome_session.media_keys_command()),
+    ("gsd-media-keys", ("/usr/libexec/gsd-media-keys",)),
 )
 # Where a sandboxed desktop's programs can write (so never on their PATH).
 _WRITABLE_INSIDE = (sandbox.DESKTOP_HOME, "/tmp", "/var/tmp", "/run/user", "/dev/shm",
@@ -223,6 +224,30 @@ def _stop_sandbox(procs: dict[str, subprocess.Popen[bytes]]) -> None:
 
 
 _MOUNT_RACE_ATTEMPTS = 3
+# Reloading a kept GNOME session's settings through dconf (two short commands on its bus).
+_SETTINGS_SECONDS = 10.0
+
+
+def _inode(path: Path) -> int:
+    """The inode of ``path``, 0 when it is missing."""
+    try:
+        return path.stat().st_ino
+    except OSError:
+        return 0
+
+
+def _mapped_dconf_flags(pid: int, flag: str) -> list[int]:
+    """The inodes of the dconf change flags at ``flag`` (as ``pid`` sees it) ``pid`` maps."""
+    try:
+        lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
+    except OSError:
+        return []
+    inodes = []
+    for line in lines:
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6 and fields[5].removesuffix(" (deleted)") == flag:
+            inodes.append(int(fields[4]))
+    return inodes
 
 
 def _lost_mount_race(error: str) -> bool:
@@ -313,7 +338,9 @@ class LocalDesktop(Desktop):
         window_manager = tuple(config.window_manager)
         if config.session == "gnome":
             socket = self.files.desktop_path(self.files.runtime_dir / "system_bus_socket")
-            self._gnome = gnome_session.write_files(self.files.state_dir, socket)
+            self._gnome = gnome_session.write_files(
+                self.files.state_dir, socket, config.home_template
+            )
             window_manager = ("gnome-shell", "--x11", f"--mode={gnome_session.SESSION_MODE}")
         self.session = Session(
             self.components,
@@ -328,6 +355,11 @@ class LocalDesktop(Desktop):
             else (self._gnome.system_bus_config, self.files.runtime_dir / "system_bus_socket"),
             daemons=() if self._gnome is None else _GNOME_DAEMONS,
             ready_line=None if self._gnome is None else "GNOME Shell started",
+            bus_config=None if self._gnome is None else self._gnome.session_bus_config,
+            runtime_dir=self.files.runtime_dir,
+            keep_session=self._gnome is not None,
+            laid_out=None if self._gnome is None else gnome_session.laid_out,
+            freshness=None if self._gnome is None else self._shell_staleness,
         )
         self._service_ports: list[PortReservation] = []
         self.guest = GuestServer(
@@ -339,6 +371,9 @@ class LocalDesktop(Desktop):
             token=self._token,
             check=self._check_impl,
         )
+        # dconf's change flag as the session's settings readers were left with it (see
+        # _settings_changed).
+        self._dconf_flag_inode = 0
         # Whether the session is complete (revivals happen only then), and restarts so far.
         self._session_ready = False
         self._revivals = 0
@@ -657,11 +692,22 @@ class LocalDesktop(Desktop):
             keep.extend(components.pids("guest"))
         # A live window manager stays (a restart costs ~40-60 ms of its CPU, the X server's
         # work for it and a sandbox start); the session checks that it is as fresh as a new
-        # one, else replaces it.
+        # one, else replaces it. GNOME Shell lives on its session: it stays only with the
+        # buses and daemons, themselves untouched.
         wm = components.pids("wm") if "wm" in components else []
         keep_wm = bool(wm) and self.session.window_manager_alive(conn, wm[-1])
+        keep_session = False
+        if keep_wm and self.session.keep_session:
+            why_not = self.session.keepable()
+            keep_session = why_not is None
+            keep_wm = keep_session
+            if why_not is not None:
+                logger.info("%r: restarting the session: %s", self, why_not)
         if keep_wm:
             keep.extend(wm)
+        if keep_session:
+            keep.extend(self.session.kept_pids())
+        settings_changed = keep_session and self._settings_changed()
         # SIGKILL after a zero grace: apps need no chance to save, HOME is restored next. Repeated
         # while processes remain: an app may fork while it is being stopped, and one that
         # outlived the reset would hold what the next task needs (Chromium's debugging port).
@@ -671,7 +717,7 @@ class LocalDesktop(Desktop):
             processes.remove_stale_socket(path)
         for name in [n for n, p in components.procs.items() if p.pid not in keep]:
             components.forget(name)
-        self._restore_files()
+        self._restore_files(self.session.kept_runtime_files() if keep_session else set())
         for component in ("guest", "wm"):
             if component in components and self._sandboxed(component):
                 frames = self.client.shared_frame_names() if component == "guest" else set()
@@ -681,21 +727,86 @@ class LocalDesktop(Desktop):
             # The kept guest remembers the spare keys it mapped (now empty again): a new one
             # starts from the keymap as it is.
             components.stop("guest")
+        if settings_changed:
+            self._reload_settings()
         self._start_session(keep_wm=keep_wm, conn=conn)
 
-    def _restore_files(self) -> None:
+    def _settings_changed(self) -> bool:
+        """Whether the episode changed the user's settings or dconf's change flag.
+
+        The settings: a GNOME session's database in HOME. The flag: the one its readers were
+        left with at the last reset.
+        """
+        assert self._gnome is not None
+        if _inode(self.session.dconf_flag) != self._dconf_flag_inode:
+            return True
+        try:
+            now = (self.files.home / gnome_session.USER_DATABASE).read_bytes()
+        except OSError:
+            return True
+        return now != self._gnome.user_database.read_bytes()
+
+    def _reload_settings(self) -> None:
+        """Tell the programs kept running that the user's settings are a new desktop's again.
+
+        The reset restored the database file; GNOME Shell and the settings daemons learn of
+        changes only from dconf's service, which rewrites each key here, then flags and
+        replaces dconf's change flag: each reader maps the new one as it reads the changed
+        keys. One that still maps another flag (a program of the episode replaced it under
+        them) would never see a change again: the session is started anew instead.
+
+        Raises:
+            ProviderError: The settings could not be reloaded, or a reader kept an old flag.
+        """
+        assert self._gnome is not None
+        deadline = time.monotonic() + _SETTINGS_SECONDS
+        settings = self._inside(self._gnome.user_settings, "settings")
+        argv = list(gnome_session.reload_settings_command(settings))
+        code, _ = self.components.run("settings", argv, deadline)
+        if code != 0:
+            tail = self.components.log_tail("settings")
+            raise ProviderError(f"the settings could not be reloaded (status {code})\n{tail}")
+        seen_as = self._inside(self.session.dconf_flag, "wm")
+        while True:
+            flag = _inode(self.session.dconf_flag)
+            stale = [
+                pid
+                for pid in self.session.dconf_clients()
+                if any(inode != flag for inode in _mapped_dconf_flags(pid, seen_as))
+            ]
+            if not stale:
+                return
+            if time.monotonic() >= deadline:
+                raise ProviderError(f"programs {stale} keep reading an old dconf change flag")
+            time.sleep(0.01)  # a poll interval: each reader remaps on its own main loop
+
+    def _shell_staleness(self, deadline: float) -> str | None:
+        """What GNOME Shell says an episode left in it (its shell-state extension); None: fresh."""
+        argv = list(gnome_session.FRESHEN_COMMAND)
+        code, out = self.components.run("freshen", argv, deadline)
+        if code != 0:
+            tail = self.components.log_tail("freshen")
+            return f"GNOME Shell did not answer (status {code}): {tail}"
+        # gdbus prints the reply as a GVariant tuple: ('reasons',)
+        stale = out.strip().removeprefix("(").removesuffix(",)").strip("'\"")
+        return stale or None
+
+    def _restore_files(self, kept_runtime_files: set[Path] | None = None) -> None:
         """HOME as new; ``/tmp``, ``/var/tmp``, the guest's and the runtime folder emptied.
 
         The guest's folder holds its wallpaper record, scripts and recordings; the runtime
-        folder the session bus's socket (the bus starts again): nothing an episode left
-        there stays.
+        folder the buses' sockets (they start again, unless the session is kept: then its
+        ``kept_runtime_files``, which it checked, stay): nothing an episode left there stays.
         """
-        session_files = gnome_session.write_home if self._gnome is not None else None
+        gnome = self._gnome
+        session_files = (
+            None if gnome is None else functools.partial(gnome_session.write_home, files=gnome)
+        )
         self.files.restore_home(self.identity, self.config.home_template, session_files)
         keep_visible = () if self.sandbox is None else self.sandbox.keep_visible
         self.files.empty_temp_folders(keep_visible, self.display)
         empty_folder(self.files.guest_state)
-        empty_folder(self.files.runtime_dir)
+        empty_tree(self.files.runtime_dir, kept_runtime_files or set())
 
     def _restart_everything(self) -> None:
         """Start from the X server up, after stopping whatever runs.
@@ -754,6 +865,7 @@ class LocalDesktop(Desktop):
             )
         self._revivals = 0  # a new episode's session
         self._session_ready = True
+        self._dconf_flag_inode = _inode(self.session.dconf_flag)
 
     def _close_impl(self) -> None:
         self._finalizer()

@@ -106,6 +106,33 @@ class ComponentTable:
         self.procs[name] = proc
         return proc
 
+    def run(self, name: str, argv: list[str], deadline: float) -> tuple[int, str]:
+        """Run a one-shot command as component ``name`` (wrapped), until it exits or ``deadline``.
+
+        Returns:
+            Its exit status (``-9`` when killed at the deadline) and what it printed (stdout;
+            its errors go to its log).
+        """
+        command, fds = self._wrap(name, argv)
+        with open(self.log_dir / f"{name}.log", "ab") as log:
+            proc = subprocess.Popen(
+                command,
+                env=self._environment(name),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+                cwd=self._cwd,
+                pass_fds=fds,
+            )
+        try:
+            out, _ = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            processes.terminate(processes.sandbox_chain(proc.pid), timeout=0.0)
+            proc.kill()
+            out, _ = proc.communicate()
+        return proc.returncode, out.decode(errors="replace")
+
     def spawn_reporting(self, name: str, argv: Callable[[int], list[str]], deadline: float) -> str:
         """Start a component that writes one line to an inherited pipe once ready; return it.
 

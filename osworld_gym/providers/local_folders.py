@@ -43,6 +43,21 @@ def empty_folder(folder: Path, keep: tuple[str, ...] = ()) -> None:
             entry.unlink(missing_ok=True)
 
 
+def empty_tree(folder: Path, keep: set[Path]) -> None:
+    """Delete what ``folder`` holds but the paths in ``keep`` (and the folders leading to them)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for entry in folder.iterdir():
+        if entry in keep and not entry.is_dir():
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            if any(entry in path.parents for path in keep):
+                empty_tree(entry, keep)
+            else:
+                shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
 def _runtime_dir(root: Path, marker: str) -> Path:
     """The desktop's XDG_RUNTIME_DIR without a sandbox: inside its folder, or a short path.
 
@@ -168,14 +183,18 @@ class DesktopFolders:
         template: str | None,
         session_files: Callable[[Path], None] | None = None,
     ) -> None:
-        """HOME as a new desktop's: the default skeleton, the session's files, ``template``."""
+        """HOME as a new desktop's: the default skeleton, ``template``, the session's files.
+
+        The session's files come last: they build on the template's (a GNOME session's settings
+        database holds the template's settings and its own).
+        """
         # Emptied, not replaced: a guest kept over a reset has this very folder mounted.
         empty_folder(self.home)
         write_default_home(self.home)
-        if session_files is not None:
-            session_files(self.home)
         if template:
             shutil.copytree(template, self.home, symlinks=True, dirs_exist_ok=True)
+        if session_files is not None:
+            session_files(self.home)
         identity.hand_over(self.home, recursive=True)
 
     def empty_temp_folders(self, keep_visible: tuple[str, ...], display: str) -> None:

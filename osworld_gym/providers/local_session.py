@@ -1,10 +1,13 @@
 """A ``local`` desktop's session: session bus, accessibility bus, window manager.
 
 The session bus (``dbus-daemon``) with the AT-SPI launcher lets apps export accessibility
-trees; the window manager (openbox) manages their windows. A light reset keeps a window manager
-that is as fresh as a new one (:mod:`osworld_gym.providers.window_manager`) and starts a new
-session bus. During an episode, :meth:`Session.restart` starts again the parts the desktop's own
-programs killed or stopped (they run as the same user), as a session manager would.
+trees; the window manager (openbox, or GNOME Shell) manages their windows. A light reset keeps a
+window manager that is as fresh as a new one (:mod:`osworld_gym.providers.window_manager`) and
+starts a new session bus, or, for a window manager that lives on the session (GNOME Shell dies
+with its session bus), keeps the buses and daemons too while they and the runtime files they
+serve are as they were (:meth:`Session.keepable`). During an episode, :meth:`Session.restart`
+starts again the parts the desktop's own programs killed or stopped (they run as the same
+user), as a session manager would.
 """
 
 from __future__ import annotations
@@ -22,6 +25,16 @@ from osworld_gym.providers import processes, window_manager
 from osworld_gym.providers.local_components import SERVING_STATES, ComponentTable
 
 logger = logging.getLogger(__name__)
+
+
+def _identity(path: Path) -> tuple[int, int, int]:
+    """What tells a file from its replacement: device, inode, mode; zeros when it is gone."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return (0, 0, 0)
+    return (info.st_dev, info.st_ino, info.st_mode)
+
 
 AT_SPI_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 # Session components the desktop's own programs may stop (same uid), in start order.
@@ -48,6 +61,15 @@ class Session:
         ready_line: A line the window manager writes to its log once it has drawn its first
             frame (GNOME Shell's "GNOME Shell started"), waited for after it took ``WM_S0``;
             None: ``WM_S0`` is enough (openbox).
+        bus_config: The session bus's configuration on the host (None: the system's own).
+        runtime_dir: The desktop's ``XDG_RUNTIME_DIR`` on the host.
+        keep_session: Light resets keep the buses and daemons with a kept window manager.
+        laid_out: Whether the window manager has laid out the desktop, from its root window
+            properties (:data:`window_manager.WM_PROPERTIES`): what a new one shows is read once
+            it has (GNOME Shell reserves its panels' room a moment after it says it started);
+            None: once it publishes its desktops.
+        freshness: Asks the kept window manager itself what an episode left in it that a new
+            one would not have (``deadline`` in, a reason or None out); None: nothing to ask.
 
     Attributes:
         bus_address: The session bus's address once started, else empty.
@@ -66,8 +88,20 @@ class Session:
         system_bus: tuple[Path, Path] | None = None,
         daemons: tuple[tuple[str, tuple[str, ...]], ...] = (),
         ready_line: str | None = None,
+        bus_config: Path | None = None,
+        runtime_dir: Path | None = None,
+        keep_session: bool = False,
+        laid_out: Callable[[dict[str, object]], bool] | None = None,
+        freshness: Callable[[float], str | None] | None = None,
     ) -> None:
+        self._laid_out = laid_out
         self._components = components
+        self._bus_config = bus_config
+        self._runtime_dir = runtime_dir
+        self.keep_session = keep_session
+        self._freshness = freshness
+        # The runtime files the kept session serves, with what identifies each (see keepable).
+        self._runtime_files: dict[Path, tuple[int, int, int]] = {}
         self._ready_line = ready_line
         self._system_bus = system_bus
         self._daemons = daemons
@@ -93,9 +127,9 @@ class Session:
             conn: A connection to an X server that served an earlier session (a light
                 reset); None for a new X server.
         """
-        if self._system_bus is not None:
+        if self._system_bus is not None and "sysbus" not in self._components:
             self._start_system_bus(deadline)
-        if self._accessibility and shutil.which("dbus-daemon"):
+        if self._accessibility and shutil.which("dbus-daemon") and "dbus" not in self._components:
             self.start_bus(deadline)
         used = conn is not None
         if conn is None:
@@ -114,6 +148,8 @@ class Session:
         for name, argv in self._daemons:
             if name not in self._components:
                 self._components.spawn(name, list(argv))
+        if self.keep_session:
+            self._record_runtime_files()
 
     def restart(self, down: list[str], deadline: float) -> None:
         """Start again the parts in ``down`` (of :data:`PARTS`), whatever their state.
@@ -132,6 +168,72 @@ class Session:
                 self.start_window_manager(conn, deadline, used=True)
             finally:
                 conn.close()
+        if self.keep_session:
+            self._record_runtime_files()
+
+    # --- a session kept over a light reset --------------------------------------------------
+
+    def kept_parts(self) -> list[str]:
+        """The components a light reset keeps with the window manager (``keep_session``)."""
+        names = ["sysbus", "dbus", "atspi", *(name for name, _ in self._daemons)]
+        return [name for name in names if name in self._components]
+
+    def kept_pids(self) -> list[int]:
+        """The processes of :meth:`kept_parts`, with the accessibility bus the launcher runs."""
+        pids: list[int] = []
+        for name in self.kept_parts():
+            chain = self._components.pids(name)
+            pids.extend(chain)
+            if name == "atspi":
+                pids.extend(processes.children(chain[-1]))
+        return pids
+
+    def keepable(self) -> str | None:
+        """Why the session's buses and daemons cannot be kept over a reset; None if they can.
+
+        Each must run (not stopped), and the sockets of the buses must be the very files they
+        made, with their modes (and the folders leading to them): a program of the desktop
+        could have replaced one (a socket of its own at the bus's path) or closed it to
+        others, and the next episode would meet what it left. dconf's change flag is checked
+        by the desktop (:meth:`dconf_clients`): dconf's service replaces it at every write.
+        """
+        for name in ("sysbus", "dbus", "atspi", *(name for name, _ in self._daemons)):
+            expected = name != "sysbus" or self._system_bus is not None
+            if expected and (name not in self._components or self._components.down(name)):
+                return f"{name} is not running"
+        if not self._runtime_files:
+            return "its runtime files were never recorded"
+        for path, identity in self._runtime_files.items():
+            if _identity(path) != identity:
+                return f"{path.name} in the runtime folder changed"
+        return None
+
+    def kept_runtime_files(self) -> set[Path]:
+        """The runtime files a reset that keeps the session leaves in place."""
+        return {*self._runtime_files, self.dconf_flag.parent, self.dconf_flag}
+
+    @property
+    def dconf_flag(self) -> Path:
+        """The change flag of dconf (its "shm" file), which settings' readers map."""
+        assert self._runtime_dir is not None
+        return self._runtime_dir / "dconf" / "user"
+
+    def dconf_clients(self) -> list[int]:
+        """The kept programs that read settings (the window manager and the daemons)."""
+        names = ["wm", *(name for name, _ in self._daemons)]
+        return [self._components.pid(name) for name in names if name in self._components]
+
+    def _record_runtime_files(self) -> None:
+        """Remember the buses' sockets, and the folders that lead to them."""
+        assert self._runtime_dir is not None
+        found = [self._runtime_dir / "bus"]
+        if self._system_bus is not None:
+            found.append(self._system_bus[1])
+        found.extend(sorted((self._runtime_dir / "at-spi").glob("bus*")))
+        paths = set(found)
+        for path in found:
+            paths.update(p for p in path.parents if self._runtime_dir in (p, *p.parents))
+        self._runtime_files = {path: _identity(path) for path in paths}
 
     # --- the buses ------------------------------------------------------------------------
 
@@ -153,9 +255,14 @@ class Session:
         """Start the session bus, then the AT-SPI launcher on it."""
         self._bus_socket.unlink(missing_ok=True)
         socket = self._inside(self._bus_socket, "dbus")
+        config = (
+            ["--session"]
+            if self._bus_config is None
+            else [f"--config-file={self._inside(self._bus_config, 'dbus')}"]
+        )
         argv = [
             "dbus-daemon",
-            "--session",
+            *config,
             "--nofork",
             "--nopidfile",
             f"--address=unix:path={socket}",
@@ -200,12 +307,15 @@ class Session:
         self._wm_state = None
 
     def keeps_window_manager(self) -> bool:
-        """Whether resets may keep the window manager: openbox, whose freshness is checkable.
+        """Whether resets may keep the window manager: one whose freshness is checkable.
 
-        A reconfigured openbox makes its own windows again, so a changed set of its windows
-        tells that it may run another configuration than the restored HOME's.
+        openbox: a reconfigured openbox makes its own windows again, so a changed set of its
+        windows tells that it may run another configuration than the restored HOME's. GNOME
+        Shell: what it holds beyond its windows (notifications, code run in it, extensions)
+        it tells itself (``freshness``).
         """
-        return Path(self._command[0]).name == "openbox"
+        name = Path(self._command[0]).name
+        return name == "openbox" or (name == "gnome-shell" and self._freshness is not None)
 
     def window_manager_alive(self, conn: Any, pid: int) -> bool:
         """Whether the window manager (program ``pid``) runs, not stopped, and owns ``WM_S0``."""
@@ -240,15 +350,18 @@ class Session:
             else:
                 why = "it holds a grab (a menu or the window switcher is open)"
             if why is None:
-                return None
+                break
+        if why is None and self._freshness is not None:
+            why = self._freshness(budget)
         return why
 
     def _fresh_state(self, conn: Any, deadline: float) -> window_manager.WindowManagerState:
         """What the window manager just started shows, once it handles requests.
 
-        An EWMH window manager publishes its desktops while it starts; until the count is on
-        the root window it is read again after another round trip (bounded), so a state taken
-        mid-start is not what later resets compare with.
+        An EWMH window manager publishes its desktops while it starts (and GNOME Shell its
+        panels' room after that, ``laid_out``); until then the state is read again after
+        another round trip (bounded), so a state taken mid-start is not what later resets
+        compare with.
         """
         budget = min(deadline, time.monotonic() + window_manager.ANSWER_SECONDS)
         while True:
@@ -256,9 +369,14 @@ class Session:
                 log = self._components.log_tail("wm")
                 raise ProviderError(f"window manager does not answer\n{log}")
             state = window_manager.read_state(conn)
-            desktops = dict(state.properties).get("_NET_NUMBER_OF_DESKTOPS")
-            if desktops or time.monotonic() >= budget:
+            properties = dict(state.properties)
+            done = bool(properties.get("_NET_NUMBER_OF_DESKTOPS")) and (
+                self._laid_out is None or self._laid_out(properties)
+            )
+            if done or time.monotonic() >= budget:
                 return state
+            if self._laid_out is not None:
+                time.sleep(0.01)  # a poll interval: the shell lays out on its own main loop
 
     def _wait_for_selection_released(self, conn: Any, deadline: float) -> None:
         """Wait until no window manager owns ``WM_S0``: the one just killed let it go.
