@@ -32,6 +32,13 @@ Verdict = Literal["runnable", "online", "not runnable", "unknown"]
 """``runnable``: here, offline. ``online``: once its assets are fetched or the web reachable."""
 
 _NOT_IN_DEBIAN = {"code": "VS Code is not packaged by Debian"}
+# Commands that are there on these providers' desktops but cannot work: they talk to a system
+# service the desktop does not run (its sandbox or container has no systemd). A task that needs
+# one would score 0 whatever the agent does: not runnable, with the reason.
+_NO_SERVICE = {
+    "timedatectl": "timedatectl needs systemd's timedated, which {provider} desktops do not run",
+}
+_WITHOUT_SYSTEMD = ("local", "docker")
 
 
 @dataclass(frozen=True)
@@ -150,6 +157,10 @@ def task_runnability(
         blockers.append("needs a proxy (OSWorld runs it behind one: its sites block bots)")
     blockers += [f"needs {item}" for item in _local_files_missing(task, needs)]
     commands = tuple(needs.commands)
+    if provider in _WITHOUT_SYSTEMD:
+        blockers += [
+            _NO_SERVICE[c].format(provider=provider) for c in commands if c in _NO_SERVICE
+        ]
     missing = tuple(c for c in commands if present.get(c) is False)
     unknown = tuple(c for c in commands if present.get(c) is None)
     cached = sum(is_cached(cache, a) for a in needs.assets)

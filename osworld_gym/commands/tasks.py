@@ -7,10 +7,12 @@ Usage::
     osworld-gym tasks show desktop-basics <id>   # the task's JSON
     osworld-gym tasks report <folder>            # fully supported tasks; the rest's lacks
     osworld-gym tasks report <folder> --provider local   # runnable here, or the reason not
+    osworld-gym tasks report <folder> --provider local --fidelity [--session gnome] [--passes 3]
+        # each runnable task's empty episodes (DONE, FAIL) and first frames, against OSWorld's
     osworld-gym tasks fetch <folder> [--cache DIR]       # download the tasks' assets
 
 A source or task id that does not exist is a usage error (exit status 2); a fetch that could not
-download every asset exits 1.
+download every asset exits 1; a fidelity report with findings exits 1.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from osworld_gym.cli_options import one_line, positive_int
+from osworld_gym.cli_options import one_line, positive_int, screen_size
 from osworld_gym.providers import PROVIDER_NAMES
 
 if TYPE_CHECKING:
@@ -59,6 +61,27 @@ def add_parser(sub: Any) -> None:
         "--image", default="osworld-gym/desktop:latest", help="report --provider docker: image"
     )
     tasks.add_argument("--docker-url", help="report --provider docker: the engine's URL")
+    tasks.add_argument(
+        "--fidelity",
+        action="store_true",
+        help="report --provider local|docker: play each runnable task's empty episodes (DONE, "
+        "FAIL) and check its first frames, against OSWorld's (runs desktops: minutes)",
+    )
+    tasks.add_argument(
+        "--passes", type=positive_int, default=1, help="report --fidelity: episodes per kind"
+    )
+    tasks.add_argument(
+        "--session",
+        choices=("minimal", "gnome"),
+        default="gnome",
+        help="report --fidelity --provider local: the desktop's session",
+    )
+    tasks.add_argument(
+        "--screen-size",
+        type=screen_size,
+        default=(1920, 1080),
+        help="report --fidelity: WxH (OSWorld's VM: 1920x1080)",
+    )
     tasks.add_argument("--guest-url", help="report: ask this running guest for its commands")
     tasks.add_argument("--token", help="report --guest-url: the guest's token")
     tasks.add_argument("--jobs", type=positive_int, default=4, help="fetch: downloads at once")
@@ -131,8 +154,55 @@ def _runnable_report(args: argparse.Namespace, tasks: TaskSet) -> int:
         guest = GuestClient(args.guest_url, token=args.token)
     probe = probe_for(args.provider, image=args.image, base_url=args.docker_url, guest=guest)
     report = runnable_report(tasks, probe, _cache(args), args.provider)
+    if args.fidelity:
+        return _fidelity_report(args, tasks, report)
     if args.json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=1) + "\n")
     else:
         sys.stdout.write(format_runnable_report(report, verbose=not args.summary) + "\n")
     return 0
+
+
+def _fidelity_report(args: argparse.Namespace, tasks: TaskSet, runnable: Any) -> int:
+    from osworld_gym.env import OSWorldEnv
+    from osworld_gym.fidelity import (
+        FidelityReport,
+        check_tasks,
+        format_fidelity_report,
+        runnable_tasks,
+    )
+
+    if args.provider not in ("local", "docker"):
+        sys.stderr.write("osworld-gym tasks: error: --fidelity runs on local or docker desktops\n")
+        return 2
+    provider: Any
+    if args.provider == "local":
+        from osworld_gym.providers.local import LocalProviderConfig
+
+        provider = LocalProviderConfig(screen_size=args.screen_size, session=args.session)
+        desktop = f"local desktops, session {args.session!r}"
+    else:
+        from osworld_gym.providers.docker_provider import DockerProviderConfig
+
+        provider = DockerProviderConfig(image=args.image, screen_size=args.screen_size)
+        desktop = f"docker desktops ({args.image})"
+    run, skipped = runnable_tasks(runnable, tasks)
+    results = []
+    if run:
+        with OSWorldEnv(
+            tasks=run,
+            provider=provider,
+            action_format="structured",
+            screen_size=args.screen_size,
+            offline=True,
+            cache_dir=args.cache,
+        ) as env:
+            results = check_tasks(
+                env, run, passes=args.passes, progress=lambda line: sys.stderr.write(line + "\n")
+            )
+    report = FidelityReport(desktop, args.passes, tuple(results), tuple(skipped))
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_dict(), indent=1) + "\n")
+    else:
+        sys.stdout.write(format_fidelity_report(report) + "\n")
+    return 1 if any(task.findings() for task in report.tasks) else 0

@@ -226,6 +226,8 @@ def _stop_sandbox(procs: dict[str, subprocess.Popen[bytes]]) -> None:
 _MOUNT_RACE_ATTEMPTS = 3
 # Reloading a kept GNOME session's settings through dconf (two short commands on its bus).
 _SETTINGS_SECONDS = 10.0
+# The screen stays unchanged this long once the kept shell has applied reloaded settings.
+_REDRAW_QUIET = 0.25
 
 
 def _inode(path: Path) -> int:
@@ -730,6 +732,26 @@ class LocalDesktop(Desktop):
         if settings_changed:
             self._reload_settings()
         self._start_session(keep_wm=keep_wm, conn=conn)
+        if settings_changed:
+            self._wait_for_redraw()
+
+    def _wait_for_redraw(self) -> None:
+        """Wait until the kept shell has redrawn what the reloaded settings changed.
+
+        GNOME Shell applies changed settings on its own main loop (the dock rebuilds its icons,
+        loaded asynchronously): the screen must be still before the task's setup begins, or
+        its first frame would show the dock half built.
+        """
+        events = "screenshot.settle_mode" in self.client.info().capabilities
+        shot = self.client.screenshot(
+            format="raw",
+            settle=True,
+            settle_mode="events" if events else "poll",
+            settle_quiet=_REDRAW_QUIET,
+            settle_timeout=_SETTINGS_SECONDS,
+        )
+        if shot.settled is False:
+            logger.info("%r: the screen was still changing after the settings reload", self)
 
     def _settings_changed(self) -> bool:
         """Whether the episode changed the user's settings or dconf's change flag.

@@ -22,6 +22,7 @@ pytestmark = [pytest.mark.desktop, pytest.mark.apps]
 RENAME_DIRECTORY = "e0df059f"  # sudo mkdir ~/Desktop/todo_list_Jan_1 in setup; rename it
 LARGER_TEXT = "3ce045a0"  # checked with gsettings and bc
 COPY_HIERARCHY = "4783cc41"  # infeasible; its setup makes /home/user/Desktop/dir1/dir2
+MAX_VOLUME = "28cc3b7e"  # checked with pulseaudio --start and pactl's first sink volume
 
 
 def in_terminal(*commands: str) -> list:
@@ -33,7 +34,8 @@ def in_terminal(*commands: str) -> list:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[OSWorldEnv]:
-    tasks = [real_task("os", task) for task in (RENAME_DIRECTORY, LARGER_TEXT, COPY_HIERARCHY)]
+    ids = (RENAME_DIRECTORY, LARGER_TEXT, COPY_HIERARCHY, MAX_VOLUME)
+    tasks = [real_task("os", task) for task in ids]
     cache = tmp_path_factory.mktemp("cache")
     with real_env(tasks, cache_dir=str(cache)) as environment:
         yield environment
@@ -72,3 +74,11 @@ def test_infeasible_task_setup_stays_in_the_desktop(env: OSWorldEnv) -> None:
     assert env.step(Fail())[1] == 1.0  # OSWorld's infeasible rule: FAIL scores 1
     assert run_episode(env, task, [Done()]) == 0.0
     assert not host.exists()
+
+
+def test_turn_the_volume_up_to_the_maximum(env: OSWorldEnv) -> None:
+    task = task_id(env, MAX_VOLUME)
+    # The sound server starts below the maximum, as on OSWorld's VM: doing nothing scores 0.
+    assert run_episode(env, task, [Done()]) == 0.0
+    steps = in_terminal("pulseaudio --start", "pactl set-sink-volume @DEFAULT_SINK@ 100%")
+    assert run_episode(env, task, steps) == 1.0
