@@ -158,9 +158,7 @@ def task_runnability(
     blockers += [f"needs {item}" for item in _local_files_missing(task, needs)]
     commands = tuple(needs.commands)
     if provider in _WITHOUT_SYSTEMD:
-        blockers += [
-            _NO_SERVICE[c].format(provider=provider) for c in commands if c in _NO_SERVICE
-        ]
+        blockers += [_NO_SERVICE[c].format(provider=provider) for c in commands if c in _NO_SERVICE]
     missing = tuple(c for c in commands if present.get(c) is False)
     unknown = tuple(c for c in commands if present.get(c) is None)
     cached = sum(is_cached(cache, a) for a in needs.assets)
