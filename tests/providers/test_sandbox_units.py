@@ -351,3 +351,30 @@ def test_a_desktop_sees_the_pythons_folders_not_the_drivers(
     shown = sandbox.python_paths(sys.executable)
     assert str(packages) in shown and str(agent) not in shown
     assert sys.prefix in shown
+
+
+def _chrome_command_line(tmp_path: Path, *args: str) -> list[str]:
+    """What the ``google-chrome`` wrapper starts, with a stand-in for Chromium's program."""
+    folder = tmp_path / "bin"
+    (folder / ".chrome").mkdir(parents=True, exist_ok=True)
+    shutil.copy(Path(desktop_bin.__file__).parent / "google-chrome", folder / "google-chrome")
+    program = folder / ".chrome" / "chrome"
+    program.write_text('#!/bin/sh\nprintf "%s\\n" "$CHROME_DESKTOP" "$@"\n')
+    program.chmod(0o755)
+    env = {**os.environ, "HOME": str(tmp_path), "OSWORLD_GYM_PORT_1337": "4242"}
+    done = subprocess.run(
+        ["sh", str(folder / "google-chrome"), *args], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_google_chrome_runs_as_osworlds_chrome(tmp_path: Path) -> None:
+    desktop_file, *argv = _chrome_command_line(tmp_path, "--remote-debugging-port=1337")
+    assert desktop_file == "google-chrome.desktop"  # Chrome's window class
+    assert "--remote-debugging-port=4242" in argv  # the desktop's own port
+    # Features OSWorld's Chrome predates stay off, also when a task names features of its own.
+    assert "--disable-features=LocalNetworkAccessChecks" in argv
+    _, *argv = _chrome_command_line(tmp_path, "--disable-features=Translate", "about:blank")
+    assert "--disable-features=Translate,LocalNetworkAccessChecks" in argv
+    assert sum(a.startswith("--disable-features") for a in argv) == 1

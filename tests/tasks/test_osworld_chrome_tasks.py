@@ -28,6 +28,7 @@ pytestmark = [pytest.mark.desktop, pytest.mark.apps, pytest.mark.osworld_tasks]
 
 REOPEN_CLOSED_TAB = "06fe7178"  # chrome_open_tabs x3, chrome_close_tabs x1; open_tabs_info
 BOOKMARK_TO_BAR = "7a5a7856"  # chrome_open_tabs x2; bookmarks after pkill chrome + relaunch
+DELETE_DATA_ON_CLOSE = "99146c54"  # checks that Preferences has default content settings
 
 
 class _Pages(http.server.BaseHTTPRequestHandler):
@@ -63,7 +64,8 @@ def env(
         "https://blog.eleuther.ai/": f"{site}/eleuther/",
         "https://jalammar.github.io/": f"{site}/jalammar/",
     }
-    tasks = [with_urls(real_task("chrome", t), sites) for t in (REOPEN_CLOSED_TAB, BOOKMARK_TO_BAR)]
+    ids = (REOPEN_CLOSED_TAB, BOOKMARK_TO_BAR, DELETE_DATA_ON_CLOSE)
+    tasks = [with_urls(real_task("chrome", t), sites) for t in ids]
     cache = tmp_path_factory.mktemp("cache")
     # The desktop's own network reaches the page server's port and nothing else of the host.
     provider = LocalProviderConfig(screen_size=SCREEN, host_ports=(port_of(site),))
@@ -96,3 +98,9 @@ def test_bookmark_the_page_on_the_bookmarks_bar(env: OSWorldEnv) -> None:
     ]
     assert run_episode(env, task, steps) == 1.0
     assert run_episode(env, task, [Done()]) == 0.0  # an empty bookmarks bar
+
+
+def test_the_browser_starts_with_no_content_settings_of_its_own(env: OSWorldEnv) -> None:
+    """Chromium 156's Local Network Access checks (off, as OSWorld's older Chrome has none)
+    write profile.default_content_setting_values at its first start: the key the check reads."""
+    assert run_episode(env, task_id(env, DELETE_DATA_ON_CLOSE), [Done()]) == 0.0
