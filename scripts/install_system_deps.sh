@@ -18,7 +18,9 @@ PACKAGES=(
   bubblewrap slirp4netns iptables
   # OSWorld's applications, from Debian (Chromium runs as `google-chrome` through the desktop's
   # wrapper; VS Code is not in Debian) and GNOME's terminal and file manager, which tasks open.
-  chromium gimp vlc thunderbird gnome-terminal nautilus
+  # Totem ("Videos") is the default video player, as on Ubuntu (multi_apps/937087b6 asks the
+  # agent to make VLC the default).
+  chromium gimp vlc totem thunderbird gnome-terminal nautilus
   # Command-line tools OSWorld's task files call in their setup steps and checks.
   socat jq bc xsel xclip tree git zip unzip curl wget sysstat expect file
   pulseaudio pulseaudio-utils desktop-file-utils libglib2.0-bin python3-tk

@@ -21,7 +21,7 @@ from http_helpers import loopback_server, port_of
 from PIL import Image
 from real_tasks import SCREEN, real_env, real_task, shell, with_urls
 
-from osworld_gym.actions import Done, Fail, TypeText
+from osworld_gym.actions import Done, Fail, Hotkey, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
 from osworld_gym.providers.local import LocalProviderConfig
 
@@ -29,6 +29,7 @@ pytestmark = [pytest.mark.desktop, pytest.mark.apps, pytest.mark.osworld_tasks]
 
 COMPRESS_IMAGE = "3c8f201a"  # download an image, compress it under 600 KB with GIMP
 IMPRESS_TO_VIDEO = "6d72aad6"  # infeasible: Impress has no video export
+VLC_AS_DEFAULT = "937087b6"  # make VLC the default video player (Ubuntu's is Totem)
 FILE_CACHE = "https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main"
 LIMIT = 600_000  # the task's max_size
 
@@ -73,6 +74,7 @@ def env(
     tasks = [
         with_urls(real_task("multi_apps", COMPRESS_IMAGE), {FILE_CACHE: site}),
         real_task("multi_apps", IMPRESS_TO_VIDEO),
+        real_task("multi_apps", VLC_AS_DEFAULT),
     ]
     cache = tmp_path_factory.mktemp("cache")
     # The desktop's own network reaches the file server's port and nothing else of the host.
@@ -133,3 +135,16 @@ def test_infeasible_impress_to_video(env: OSWorldEnv) -> None:
     task = _task(env, IMPRESS_TO_VIDEO)
     assert run_episode(env, task.id, [Fail()]) == 1.0  # OSWorld's infeasible rule
     assert run_episode(env, task.id, [Done()]) == 0.0
+
+
+def test_make_vlc_the_default_video_player(env: OSWorldEnv) -> None:
+    task = _task(env, VLC_AS_DEFAULT).id
+    # Totem is the default, as on Ubuntu: doing nothing scores 0.
+    assert run_episode(env, task, [Done()]) == 0.0
+    every_type = (
+        "grep ^MimeType= /usr/share/applications/vlc.desktop | cut -d= -f2 | tr ';' ' '"
+        " | xargs xdg-mime default vlc.desktop"
+    )
+    steps = [Hotkey(keys=("ctrl", "alt", "t")), Wait(seconds=1.0)]
+    steps += [TypeText(text=f"{every_type}\n"), Wait(seconds=1.0), Done()]
+    assert run_episode(env, task, steps) == 1.0
