@@ -125,6 +125,7 @@ def add_parser(sub: Any) -> None:
         "--provider", choices=PROVIDER_NAMES, default="local", help="where the desktops run"
     )
     run.add_argument("--image", help="the provider's desktop image (recorded in the summary)")
+    add_session_option(run)
     run.add_argument(
         "--guest-url",
         action="append",
@@ -259,7 +260,9 @@ def _plan(args: argparse.Namespace) -> _Plan:
         max_steps=args.max_steps,
         hard=args.hard,
     )
-    provider, image = provider_from_args(args.provider, args.image, screen, remote)
+    provider, image = provider_from_args(
+        args.provider, args.image, screen, remote, session=args.session
+    )
     env_kwargs = {
         "tasks": args.tasks,
         "provider": provider,
@@ -346,13 +349,30 @@ def remote_config(args: argparse.Namespace) -> RemoteProviderConfig | None:
     return RemoteProviderConfig(urls=urls, token=token)  # validates the URLs
 
 
+SESSION_CHOICES = ("minimal", "gnome")  # LocalProviderConfig.session
+
+
+def add_session_option(parser: Any) -> None:
+    """``--session``: the local desktops' session (see docs/concepts/desktop.md)."""
+    parser.add_argument(
+        "--session",
+        choices=SESSION_CHOICES,
+        default="minimal",
+        help="local: the desktop's session: 'minimal' (openbox, light) or 'gnome' (GNOME Shell "
+        "laid out as OSWorld's Ubuntu VM)",
+    )
+
+
 def provider_from_args(
     name: str,
     image: str | None,
     screen: tuple[int, int],
     remote: RemoteProviderConfig | None = None,
+    session: str = "minimal",
 ) -> tuple[Any, str]:
     """What the envs get as ``provider`` (a picklable name or config), and the image to record."""
+    if session != "minimal" and (remote is not None or name != "local"):
+        raise ValueError(f"--session {session} is for the local provider, not {name}")
     if remote is not None:
         if image:
             raise ValueError("--image is for the docker provider, not remote")
@@ -360,7 +380,12 @@ def provider_from_args(
     if name == "local":
         if image:
             raise ValueError("--image is for the docker provider; local runs this host's apps")
-        return name, "local host (Debian packages, scripts/install_system_deps.sh)"
+        described = "local host (Debian packages, scripts/install_system_deps.sh)"
+        if session == "minimal":
+            return name, described
+        from osworld_gym.providers.local import LocalProviderConfig
+
+        return LocalProviderConfig(screen_size=screen, session=session), f"{described}, {session}"
     if name == "docker":
         try:
             from osworld_gym.providers.docker_provider import DockerProviderConfig

@@ -23,7 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from osworld_gym.cli_options import one_line, positive_int, screen_size
-from osworld_gym.commands.run import provider_from_args, remote_config, suite_screen
+from osworld_gym.commands.run import (
+    add_session_option,
+    provider_from_args,
+    remote_config,
+    suite_screen,
+)
 from osworld_gym.env_config import ACTION_FORMATS, EVALUATION_MODES
 from osworld_gym.errors import DependencyNotInstalled
 from osworld_gym.providers import PROVIDER_NAMES
@@ -48,6 +53,7 @@ def add_parser(sub: Any) -> None:
         "--provider", choices=PROVIDER_NAMES, default="local", help="where the desktops run"
     )
     serve.add_argument("--image", help="the docker provider's desktop image")
+    add_session_option(serve)
     serve.add_argument(
         "--guest-url",
         action="append",
@@ -189,7 +195,9 @@ def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     if not len(tasks):
         raise ValueError(f"no tasks in {args.tasks!r}")
     screen = args.screen_size or suite_screen(args.tasks)
-    provider, _ = provider_from_args(args.provider, args.image, screen, remote)
+    provider, _ = provider_from_args(
+        args.provider, args.image, screen, remote, session=args.session
+    )
     return {
         "tasks": args.tasks,
         "provider": provider,

@@ -17,6 +17,7 @@ import pytest
 from conftest import OracleRun, count_result_files, osworld_gym, start_osworld_gym, wait_for
 
 from osworld_gym import load_tasks
+from osworld_gym.providers import gnome_session
 
 pytestmark = [pytest.mark.desktop]
 SUITE = load_tasks("desktop-basics")
@@ -276,3 +277,17 @@ def test_openai_agent_against_a_local_endpoint(tmp_path: Path, fake_model: str) 
     assert json.dumps(second["messages"]).count("data:image/") == 2  # --history-images 2
     steps = (run_dir / "os" / "os-chmod-script" / "traj.jsonl").read_text().splitlines()
     assert json.loads(steps[0])["response"].startswith("Thought: Set the permissions")
+
+
+@pytest.mark.skipif(gnome_session.available() is not None, reason="no GNOME session here")
+def test_run_on_gnome_desktops(tmp_path: Path) -> None:
+    done = osworld_gym(
+        "run", "--tasks", "desktop-basics", "--task-id", "os-chmod-script", "--session", "gnome",
+        "--output-dir", str(tmp_path), timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = _summary(tmp_path / "structured" / "screenshot" / "oracle")
+    assert summary["overall"]["success_rate"] == 1.0
+    assert summary["settings"]["image"].endswith(", gnome")
+    wrong = osworld_gym("run", "--provider", "docker", "--session", "gnome", timeout=60)
+    assert wrong.returncode == 2 and "for the local provider" in wrong.stderr
