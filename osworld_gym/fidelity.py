@@ -187,6 +187,7 @@ def check_tasks(
     tasks: Sequence[Any],
     passes: int = 1,
     progress: Callable[[str], None] | None = None,
+    first_frame: Callable[[Any, np.ndarray], None] | None = None,
 ) -> list[TaskFidelity]:
     """Play each task's empty episodes on ``env`` (an :class:`~osworld_gym.env.OSWorldEnv`).
 
@@ -196,13 +197,16 @@ def check_tasks(
         passes: Each task's DONE and FAIL episodes are played this many times (the scores are
             the first pass's; every reset's first frame is checked).
         progress: Called with a line per task once checked.
+        first_frame: Called with each task and the first observation of its first reset
+            (the screenshot gallery).
     """
     results = []
     for task in tasks:
         found = _Findings()
         for _ in range(passes):
             for kind, action in (("DONE", Done()), ("FAIL", Fail())):
-                score = _empty_episode(env, task.id, kind, action, found)
+                shown = first_frame if found.resets == 0 else None
+                score = _empty_episode(env, task, kind, action, found, shown)
                 (found.done if kind == "DONE" else found.fail).append(score)
         result = TaskFidelity(
             task_id=task.id,
@@ -223,16 +227,23 @@ def check_tasks(
 
 
 def _empty_episode(
-    env: Any, task_id: str, kind: str, action: Any, found: _Findings
+    env: Any,
+    task: Any,
+    kind: str,
+    action: Any,
+    found: _Findings,
+    first_frame: Callable[[Any, np.ndarray], None] | None,
 ) -> float | None:
-    """Reset to ``task_id``, check the first frame, play ``action``; the score (None: none)."""
+    """Reset to ``task``, check the first frame, play ``action``; the score (None: none)."""
     # What breaks is this task's finding, and the next task still runs.
     try:
-        obs, info = env.reset(options={"task_id": task_id})
+        obs, info = env.reset(options={"task_id": task.id})
     except _EPISODE_ERRORS as e:
         found.errors.append(f"{kind} episode: reset failed: {type(e).__name__}: {e}")
         return None
     found.resets += 1
+    if first_frame is not None:
+        first_frame(task, obs["screenshot"])
     found.warnings.extend(str(w) for w in info.get("setup_warnings") or ())
     try:
         early = _early(env, obs["screenshot"])

@@ -77,6 +77,12 @@ def add_parser(sub: Any) -> None:
         help="report --fidelity --provider local: the desktop's session",
     )
     tasks.add_argument(
+        "--gallery",
+        metavar="DIR",
+        help="report --fidelity: save the first frame of each domain's first task here "
+        "(<domain>.png, half size)",
+    )
+    tasks.add_argument(
         "--screen-size",
         type=screen_size,
         default=(1920, 1080),
@@ -198,7 +204,11 @@ def _fidelity_report(args: argparse.Namespace, tasks: TaskSet, runnable: Any) ->
             cache_dir=args.cache,
         ) as env:
             results = check_tasks(
-                env, run, passes=args.passes, progress=lambda line: sys.stderr.write(line + "\n")
+                env,
+                run,
+                passes=args.passes,
+                progress=lambda line: sys.stderr.write(line + "\n"),
+                first_frame=_gallery_saver(Path(args.gallery)) if args.gallery else None,
             )
     report = FidelityReport(desktop, args.passes, tuple(results), tuple(skipped))
     if args.json:
@@ -206,3 +216,21 @@ def _fidelity_report(args: argparse.Namespace, tasks: TaskSet, runnable: Any) ->
     else:
         sys.stdout.write(format_fidelity_report(report) + "\n")
     return 1 if any(task.findings() for task in report.tasks) else 0
+
+
+def _gallery_saver(folder: Path) -> Any:
+    """Saves the first frame it is given of each domain as ``folder/<domain>.png``, half size."""
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    saved: set[str] = set()
+
+    def save(task: Any, frame: Any) -> None:
+        domain = task.domain or "tasks"
+        if domain not in saved:
+            saved.add(domain)
+            image = Image.fromarray(frame)
+            half = image.resize((image.width // 2, image.height // 2), Image.LANCZOS)
+            half.save(folder / f"{domain}.png")
+
+    return save

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import osworld_gym
 from osworld_data import OSWORLD_TASKS, needs_osworld_tasks
+from PIL import Image
 
 
 @pytest.mark.desktop
@@ -25,7 +26,7 @@ def test_the_report_plays_real_tasks_on_a_desktop(tmp_path: Path) -> None:
     done = osworld_gym(
         "tasks", "report", str(tmp_path / "tasks"), "--provider", "local", "--fidelity",
         "--session", "minimal", "--screen-size", "1280x720", "--json",
-        "--cache", str(tmp_path / "cache"),
+        "--cache", str(tmp_path / "cache"), "--gallery", str(tmp_path / "gallery"),
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
@@ -34,3 +35,6 @@ def test_the_report_plays_real_tasks_on_a_desktop(tmp_path: Path) -> None:
     assert report["counts"]["early_first_frames"] == 0 and report["counts"]["resets"] == 4
     ((task, reason),) = [(t["task_id"][:8], t["reason"]) for t in report["not_run"]]
     assert task == "b6781586" and "timedated" in reason
+    # The gallery: the first frame of the domain's first task, half size.
+    assert [p.name for p in (tmp_path / "gallery").iterdir()] == ["os.png"]
+    assert Image.open(tmp_path / "gallery" / "os.png").size == (640, 360)
