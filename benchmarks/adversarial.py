@@ -2,7 +2,7 @@
 persist over resets, read answers and secrets, and leave the desktop (issue 35, item 6).
 
     python benchmarks/adversarial.py [--provider local docker] [--groups x-server doors]
-        [--image ID]
+        [--image ID] [--session minimal|gnome]
 
 Every case of ``tests/adversarial_cases.py`` runs on each provider asked for (``local`` by
 default): the attack episode types the cases' scripts into a terminal opened with Ctrl+Alt+T,
@@ -50,13 +50,20 @@ def battery_tasks() -> TaskSet:
     return TaskSet([*load_tasks("ui-basics"), *load_tasks("desktop-basics")])
 
 
-def make_env(provider: str, image: str | None) -> OSWorldEnv:
-    """An env on ``provider`` with structured actions over both bundled suites."""
+def make_env(provider: str, image: str | None, session: str = "minimal") -> OSWorldEnv:
+    """An env on ``provider`` with structured actions over both bundled suites.
+
+    ``session``: the local desktops' session (``LocalProviderConfig.session``).
+    """
     if provider == "docker":
         from osworld_gym.providers.docker_provider import DockerProviderConfig
 
         config = DockerProviderConfig(screen_size=SCREEN, **({"image": image} if image else {}))
         chosen: object = config
+    elif session != "minimal":
+        from osworld_gym.providers.local import LocalProviderConfig
+
+        chosen = LocalProviderConfig(screen_size=SCREEN, session=session)
     else:
         chosen = "local"
     return OSWorldEnv(
@@ -86,11 +93,15 @@ def save_evidence(folder: Path, result: GroupResult) -> None:
 
 
 def run_battery(
-    provider: str, groups: list[str], image: str | None, evidence_dir: Path | None = None
+    provider: str,
+    groups: list[str],
+    image: str | None,
+    evidence_dir: Path | None = None,
+    session: str = "minimal",
 ) -> list[Finding]:
     """Every chosen group on a fresh env of ``provider``; the findings, printed as they come."""
     findings: list[Finding] = []
-    with attack(lambda: make_env(provider, image), provider) as battery:
+    with attack(lambda: make_env(provider, image, session), provider) as battery:
         for group in GROUPS:
             if groups and group.name not in groups:
                 continue
@@ -125,11 +136,14 @@ def main() -> int:
     parser.add_argument("--image", default=None, help="docker: the guest image (default: built)")
     parser.add_argument("--evidence", type=Path, default=None,
                         help="save the outputs and records in this folder")  # fmt: skip
+    parser.add_argument("--session", default="minimal", choices=["minimal", "gnome"],
+                        help="local: the desktops' session")  # fmt: skip
     args = parser.parse_args()
     bad = 0
     for provider in args.provider:
         started = time.monotonic()
-        findings = run_battery(provider, args.groups, args.image, args.evidence)
+        session = args.session if provider == "local" else "minimal"
+        findings = run_battery(provider, args.groups, args.image, args.evidence, session)
         print_table(provider, findings)
         count = sum(f.bad for f in findings)
         bad += count

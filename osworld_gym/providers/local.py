@@ -963,6 +963,9 @@ class LocalDesktop(Desktop):
         }
         if component == "wm":
             env["LIBGL_ALWAYS_SOFTWARE"] = "1"  # Mesa's llvmpipe: the X server has no GPU
+            # No shader cache in HOME: the shell, kept over resets, would write it again into
+            # each restored HOME, differently each time (the next episode could tell).
+            env["MESA_SHADER_CACHE_DISABLE"] = "true"
         return env
 
     def _inside(self, path: Path, component: str) -> str:
