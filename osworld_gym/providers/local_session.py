@@ -178,10 +178,18 @@ class Session:
 
     # --- a session kept over a light reset --------------------------------------------------
 
+    def _part_names(self) -> list[str]:
+        """The components the session starts besides the window manager, in start order."""
+        names = ["sysbus"] if self._system_bus is not None else []
+        if self._accessibility and shutil.which("dbus-daemon"):
+            names.append("dbus")
+            if os.access(AT_SPI_LAUNCHER, os.X_OK):
+                names.append("atspi")
+        return [*names, *(name for name, _ in self._daemons)]
+
     def kept_parts(self) -> list[str]:
         """The components a light reset keeps with the window manager (``keep_session``)."""
-        names = ["sysbus", "dbus", "atspi", *(name for name, _ in self._daemons)]
-        return [name for name in names if name in self._components]
+        return [name for name in self._part_names() if name in self._components]
 
     def kept_pids(self) -> list[int]:
         """The processes of :meth:`kept_parts`, with the accessibility bus the launcher runs."""
@@ -202,9 +210,8 @@ class Session:
         others, and the next episode would meet what it left. dconf's change flag is checked
         by the desktop (:meth:`dconf_clients`): dconf's service replaces it at every write.
         """
-        for name in ("sysbus", "dbus", "atspi", *(name for name, _ in self._daemons)):
-            expected = name != "sysbus" or self._system_bus is not None
-            if expected and (name not in self._components or self._components.down(name)):
+        for name in self._part_names():
+            if name not in self._components or self._components.down(name):
                 return f"{name} is not running"
         if not self._runtime_files:
             return "its runtime files were never recorded"
