@@ -104,9 +104,15 @@ class XServer:
         return display.Display(self.display)
 
     def remember_fresh(self) -> None:
-        """Take the server's state now as the one resets restore (a new desktop's)."""
+        """Take the server's state now as the one resets restore (a new desktop's).
+
+        The pointer goes to the middle of the screen first, where every reset puts it: a
+        window manager may move it as it starts (GNOME Shell does), and a desktop's first
+        episode would then begin with the pointer elsewhere than every later one.
+        """
         conn = self.connect()
         try:
+            x_state.centre_pointer(conn)
             self.fresh = x_state.read(conn)
         finally:
             conn.close()
