@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from osworld_gym.cli_options import one_line, positive_int, screen_size
+from osworld_gym.commands.run import SESSION_CHOICES
 from osworld_gym.providers import PROVIDER_NAMES
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def add_parser(sub: Any) -> None:
     )
     tasks.add_argument(
         "--session",
-        choices=("minimal", "gnome"),
+        choices=SESSION_CHOICES,
         default="gnome",
         help="report --fidelity --provider local: the desktop's session",
     )
