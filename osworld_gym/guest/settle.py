@@ -211,8 +211,10 @@ class ProcessWatch:
     how long it has been busy (a new process ``LAUNCH_HOLD``), so the naps of an app's event
     loop between bursts of work, and the timers that finish a long piece of work, do not
     end the wait. Processes busy when the action began (:meth:`mark`) are background and never
-    count as busy. A process "stirs" when its main thread ran at least ``STIR_NS`` since the
-    previous sample and ``STIR_FACTOR`` times what it ran per second before the action.
+    count as busy. A busy process that ends keeps its hold: its parent may fork the next
+    command of a list a moment later. A process "stirs" when its main thread ran at least
+    ``STIR_NS`` since the previous sample and ``STIR_FACTOR`` times what it ran per second
+    before the action.
 
     Attributes:
         display_name: Processes count only if their ``DISPLAY`` is this one (several local
@@ -224,6 +226,9 @@ class ProcessWatch:
     proc_root: str = "/proc"
     _mark_ticks: float = 0.0
     _procs: dict[int, _Proc] = field(default_factory=dict)
+    # Processes that ended while they held the wait (name, launched?, held until): their work
+    # goes on in their parent, which forks what comes next (`make && ./app`) a moment later.
+    _ended: list[tuple[str, bool, float]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -241,6 +246,7 @@ class ProcessWatch:
         """
         now = time.monotonic() if now is None else now
         with self._lock:
+            self._ended.clear()
             # One tick of slack: starttime is rounded down to the tick.
             self._mark_ticks = time.clock_gettime(time.CLOCK_BOOTTIME) * _CLK_TCK - 1
             for proc, main_ns, ticks in self._sample():
@@ -255,7 +261,11 @@ class ProcessWatch:
         """Sample the display's processes: which hold a settle now."""
         launched, working, stirring = [], [], []
         with self._lock:
-            for proc, main_ns, ticks in self._sample():
+            sampled = self._sample()
+            self._ended = [held for held in self._ended if now < held[2]]
+            for name, new, _until in self._ended:
+                (launched if new else working).append(name)
+            for proc, main_ns, ticks in sampled:
                 new = proc.start_ticks >= self._mark_ticks
                 if proc.main_ns < 0:
                     # First sight: a new process just started; an old one gets a baseline.
@@ -284,7 +294,13 @@ class ProcessWatch:
         except OSError:
             return []
         for gone in set(self._procs) - pids:
-            del self._procs[gone]
+            proc = self._procs.pop(gone)
+            if proc.busy_since is not None:
+                # It worked, then ended: its hold stays (a process that never worked between
+                # two samples, an `ls`, ends the wait as soon as it is gone).
+                self._ended.append(
+                    (proc.name, proc.start_ticks >= self._mark_ticks, proc.busy_until)
+                )
         sampled = []
         for pid in pids:
             if pid == self._self_pid:
@@ -305,6 +321,11 @@ class ProcessWatch:
             if stat is not None and main_ns is not None and stat[2] != "Z":
                 proc.name = stat[0]  # a fork's name changes when it execs
                 sampled.append((proc, main_ns, stat[3]))
+            elif proc.busy_since is not None:  # a zombie, or going: it ended
+                self._ended.append(
+                    (proc.name, proc.start_ticks >= self._mark_ticks, proc.busy_until)
+                )
+                proc.busy_since = None
         return sampled
 
     def _main_ns(self, pid: int) -> int | None:

@@ -132,3 +132,46 @@ def test_a_process_caught_in_execve_is_asked_again(proc_root: Path) -> None:
     child.name = "python3"
     child.write()
     assert watch.busy(10.02).launched == ("python3",)
+
+
+def test_a_busy_process_that_ends_keeps_its_hold(proc_root: Path) -> None:
+    # `work && app &`: the shell forks the app a moment after the work ends.
+    watch = ProcessWatch(DISPLAY, proc_root=str(proc_root))
+    watch.mark(now=10.0)
+    work = FakeProc(proc_root, 105, "python3", new=True)
+    watch.busy(10.0)
+    work.run(ms=20)
+    assert watch.busy(10.02).launched == ("python3",)
+    for child in work.dir.iterdir():
+        child.unlink()
+    work.dir.rmdir()
+    assert watch.busy(10.04).launched == ("python3",)
+    assert not watch.busy(10.02 + settle.LAUNCH_HOLD + 0.01)
+
+
+def test_a_process_that_ends_without_working_holds_nothing(proc_root: Path) -> None:
+    watch = ProcessWatch(DISPLAY, proc_root=str(proc_root))
+    watch.mark(now=10.0)
+    quick = FakeProc(proc_root, 106, "ls", new=True)
+    assert watch.busy(10.0).launched == ("ls",)  # first sight
+    for child in quick.dir.iterdir():
+        child.unlink()
+    quick.dir.rmdir()
+    assert not watch.busy(10.02)
+
+
+def test_a_zombie_that_worked_keeps_its_hold_once(proc_root: Path) -> None:
+    watch = ProcessWatch(DISPLAY, proc_root=str(proc_root))
+    watch.mark(now=10.0)
+    work = FakeProc(proc_root, 107, "make", new=True)
+    watch.busy(10.0)
+    work.run(ms=20)
+    watch.busy(10.02)
+    stat = work.dir / "stat"
+    stat.write_text(stat.read_text().replace(") S ", ") Z "))
+    assert watch.busy(10.04).launched == ("make",)
+    for child in work.dir.iterdir():
+        child.unlink()
+    work.dir.rmdir()
+    assert watch.busy(10.06).launched == ("make",)  # recorded once, not twice
+    assert not watch.busy(10.02 + settle.LAUNCH_HOLD + 0.01)
