@@ -108,7 +108,9 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         self.tasks = tasks if isinstance(tasks, TaskSet) else load_tasks(tasks)
         if not len(self.tasks):
             raise ValueError(f"no tasks in {tasks!r}")
-        self.provider = make_provider(provider, screen_size=self.config.screen_size)
+        self.provider = make_provider(
+            provider, screen_size=self.config.screen_size, tasks=self.tasks
+        )
         self.evaluator = Evaluator(mode=self.config.evaluation)
         self.cache = (
             AssetCache(Path(self.config.cache_dir), offline=self.config.offline)

@@ -69,6 +69,7 @@ from osworld_gym.commands.summary import (
 )
 from osworld_gym.env_config import EVALUATION_MODES
 from osworld_gym.providers import PROVIDER_NAMES
+from osworld_gym.providers.session_choice import SESSIONS, session_for
 from osworld_gym.tasks import Task, TaskSet, load_tasks
 from osworld_gym.version import __version__
 
@@ -261,7 +262,7 @@ def _plan(args: argparse.Namespace) -> _Plan:
         hard=args.hard,
     )
     provider, image = provider_from_args(
-        args.provider, args.image, screen, remote, session=args.session
+        args.provider, args.image, screen, remote, session=args.session, tasks=tasks
     )
     env_kwargs = {
         "tasks": args.tasks,
@@ -283,6 +284,8 @@ def _plan(args: argparse.Namespace) -> _Plan:
         "action_space": agent.action_format,
         "observation_type": OBSERVATION_TYPE,
         "provider": args.provider,
+        # The desktop the scores come from (local: "gnome" or "minimal"; others: their image's).
+        "session": getattr(provider, "session", None),
         "image": image,
         "agent": agent.kind,
         "model": agent.model,
@@ -349,17 +352,15 @@ def remote_config(args: argparse.Namespace) -> RemoteProviderConfig | None:
     return RemoteProviderConfig(urls=urls, token=token)  # validates the URLs
 
 
-SESSION_CHOICES = ("minimal", "gnome")  # LocalProviderConfig.session
-
-
 def add_session_option(parser: Any) -> None:
     """``--session``: the local desktops' session (see docs/concepts/desktop.md)."""
     parser.add_argument(
         "--session",
-        choices=SESSION_CHOICES,
-        default="minimal",
-        help="local: the desktop's session: 'minimal' (openbox, light) or 'gnome' (GNOME Shell "
-        "laid out as OSWorld's Ubuntu VM)",
+        choices=SESSIONS,
+        default=None,
+        help="local: the desktop's session: 'gnome' (GNOME Shell laid out as OSWorld's Ubuntu "
+        "VM) or 'minimal' (openbox, light); default: gnome for OSWorld's task files, minimal "
+        "for the bundled suites",
     )
 
 
@@ -368,10 +369,15 @@ def provider_from_args(
     image: str | None,
     screen: tuple[int, int],
     remote: RemoteProviderConfig | None = None,
-    session: str = "minimal",
+    session: str | None = None,
+    tasks: Iterable[Task] = (),
 ) -> tuple[Any, str]:
-    """What the envs get as ``provider`` (a picklable name or config), and the image to record."""
-    if session != "minimal" and (remote is not None or name != "local"):
+    """What the envs get as ``provider`` (a picklable name or config), and the image to record.
+
+    A local provider's session is settled here (``session``, else the one ``tasks`` need), so
+    the run records the desktop its scores come from.
+    """
+    if session is not None and (remote is not None or name != "local"):
         raise ValueError(f"--session {session} is for the local provider, not {name}")
     if remote is not None:
         if image:
@@ -381,11 +387,10 @@ def provider_from_args(
         if image:
             raise ValueError("--image is for the docker provider; local runs this host's apps")
         described = "local host (Debian packages, scripts/install_system_deps.sh)"
-        if session == "minimal":
-            return name, described
         from osworld_gym.providers.local import LocalProviderConfig
 
-        return LocalProviderConfig(screen_size=screen, session=session), f"{described}, {session}"
+        chosen = session or session_for(tasks)
+        return LocalProviderConfig(screen_size=screen, session=chosen), f"{described}, {chosen}"
     if name == "docker":
         try:
             from osworld_gym.providers.docker_provider import DockerProviderConfig

@@ -196,7 +196,7 @@ def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f"no tasks in {args.tasks!r}")
     screen = args.screen_size or suite_screen(args.tasks)
     provider, _ = provider_from_args(
-        args.provider, args.image, screen, remote, session=args.session
+        args.provider, args.image, screen, remote, session=args.session, tasks=tasks
     )
     return {
         "tasks": args.tasks,

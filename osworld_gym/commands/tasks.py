@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from osworld_gym.cli_options import one_line, positive_int, screen_size
-from osworld_gym.commands.run import SESSION_CHOICES
 from osworld_gym.providers import PROVIDER_NAMES
+from osworld_gym.providers.session_choice import SESSIONS, session_for
 
 if TYPE_CHECKING:
     from osworld_gym.downloads import AssetCache
@@ -73,9 +73,10 @@ def add_parser(sub: Any) -> None:
     )
     tasks.add_argument(
         "--session",
-        choices=SESSION_CHOICES,
-        default="gnome",
-        help="report --fidelity --provider local: the desktop's session",
+        choices=SESSIONS,
+        default=None,
+        help="report --fidelity --provider local: the desktop's session (default: gnome for "
+        "OSWorld's task files, minimal for the bundled suites)",
     )
     tasks.add_argument(
         "--gallery",
@@ -186,8 +187,9 @@ def _fidelity_report(args: argparse.Namespace, tasks: TaskSet, runnable: Any) ->
     if args.provider == "local":
         from osworld_gym.providers.local import LocalProviderConfig
 
-        provider = LocalProviderConfig(screen_size=args.screen_size, session=args.session)
-        desktop = f"local desktops, session {args.session!r}"
+        session = args.session or session_for(tasks)
+        provider = LocalProviderConfig(screen_size=args.screen_size, session=session)
+        desktop = f"local desktops, session {session!r}"
     else:
         from osworld_gym.providers.docker_provider import DockerProviderConfig
 

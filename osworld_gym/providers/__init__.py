@@ -6,9 +6,15 @@ lazily so ``import osworld_gym`` pulls in no provider SDK.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from osworld_gym.providers.base import Desktop, Provider, ProviderConfig
+
+if TYPE_CHECKING:
+    from osworld_gym.tasks.model import Task
 
 PROVIDER_NAMES = ("local", "docker", "qemu", "remote")
 
@@ -19,6 +25,7 @@ def make_provider(
     spec: str | ProviderConfig | Provider | None = None,
     *,
     screen_size: tuple[int, int] | None = None,
+    tasks: Iterable[Task] = (),
 ) -> Provider:
     """Build a provider from a name, a config object, or pass a provider through.
 
@@ -27,6 +34,9 @@ def make_provider(
             :class:`~osworld_gym.providers.local.LocalProviderConfig`, or a ready provider.
         screen_size: Screen size for a provider given by name; a config or provider must
             already have this size.
+        tasks: The tasks its desktops will run: a local config that leaves its session open
+            (``session=None``) gets the one they need
+            (:func:`~osworld_gym.providers.session_choice.session_for`).
 
     Raises:
         ValueError: unknown name or config type; the message lists what is available.
@@ -34,10 +44,13 @@ def make_provider(
     from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
 
     if spec is None or spec == "local":
-        config = LocalProviderConfig()
+        spec = LocalProviderConfig()
         if screen_size is not None:
-            config = LocalProviderConfig(screen_size=tuple(screen_size))  # type: ignore[arg-type]
-        return LocalProvider(config)
+            spec = LocalProviderConfig(screen_size=tuple(screen_size))  # type: ignore[arg-type]
+    if isinstance(spec, LocalProviderConfig) and spec.session is None:
+        from osworld_gym.providers.session_choice import session_for
+
+        spec = dataclasses.replace(spec, session=session_for(tasks, sandbox=spec.sandbox))
     docker_provider = _make_docker_provider(spec, screen_size)
     if docker_provider is not None:
         return docker_provider

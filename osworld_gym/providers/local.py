@@ -58,11 +58,11 @@ from osworld_gym.providers.netns import PortForwarder
 from osworld_gym.providers.outbound import BLOCKED_NETWORKS, OutboundLink
 from osworld_gym.providers.ports import PortReservation, reserve_port
 from osworld_gym.providers.services import OSWORLD_SERVICE_PORTS, port_environment, service_urls
+from osworld_gym.providers.session_choice import SESSIONS
 
 logger = logging.getLogger(__name__)
 
 NETWORKS = ("private", "host")  # LocalProviderConfig.network
-SESSIONS = ("minimal", "gnome")  # LocalProviderConfig.session
 # GNOME's settings daemons a GNOME session runs: the apps' theme and fonts (XSETTINGS), and the
 # media keys, among them Ubuntu's ctrl+alt+t for a terminal.
 _GNOME_DAEMONS = (
@@ -102,6 +102,9 @@ class LocalProviderConfig(ProviderConfig):
         session: ``"minimal"``: openbox (``window_manager``), the lightest desktop.
             ``"gnome"``: GNOME Shell laid out as OSWorld's Ubuntu VM (top bar, the dock on the
             left, Yaru; :mod:`osworld_gym.providers.gnome_session`); needs a sandbox.
+            None: the env picks by its tasks, GNOME for OSWorld's task files
+            (:func:`~osworld_gym.providers.session_choice.session_for`); a desktop launched
+            outside an env with None runs ``"minimal"``.
         network: ``"private"``: a sandboxed desktop has a network namespace of its own, with a
             loopback of its own and nothing of the host's (its services, other desktops); the
             driver reaches the guest and OSWorld's service ports through a relay
@@ -134,7 +137,7 @@ class LocalProviderConfig(ProviderConfig):
     sudo_password: str = "password"
     reap_leftovers: bool = True
     shared_frames: bool = True
-    session: str = "minimal"
+    session: str | None = None
     network: str = "private"
     internet: bool = True
     blocked_networks: tuple[str, ...] = ()
@@ -283,7 +286,7 @@ class LocalDesktop(Desktop):
         super().__init__()
         if config.network not in NETWORKS:  # before anything is made that would need undoing
             raise ProviderError(f"network must be one of {NETWORKS}, not {config.network!r}")
-        if config.session not in SESSIONS:
+        if config.session is not None and config.session not in SESSIONS:
             raise ProviderError(f"session must be one of {SESSIONS}, not {config.session!r}")
         if config.session == "gnome":
             if not config.sandbox:

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import collections.abc
 
+import gymnasium as gym
+import numpy as np
 import pytest
 from desktop_helpers import run_episode
+from osworld_data import require_osworld_tasks
 from real_tasks import SCREEN, real_env, real_task, task_id
 
 from osworld_gym.actions import Click, Done, Move, RightClick, Wait
@@ -58,3 +61,36 @@ def test_remove_an_app_from_the_docks_favorites_through_its_menu(env: OSWorldEnv
     assert reward == 1.0
     # Untouched, vim stays pinned.
     assert run_episode(env, task, [Done()]) == 0.0
+
+
+NO_APP = "b6781586"  # os: the setup clicks the middle of the screen, launches nothing
+CHROME = "99146c54"  # chrome: the setup launches google-chrome
+
+
+def test_osworld_task_files_run_on_the_gnome_desktop_by_default(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    folder = require_osworld_tasks()
+    with gym.make(
+        "OSWorld-v0",
+        tasks=str(folder),
+        screen_size=SCREEN,
+        action_format="structured",
+        offline=True,
+        cache_dir=str(tmp_path_factory.mktemp("cache")),
+    ) as made:
+        env = made.unwrapped
+        assert env.provider.config.session == "gnome"
+        obs, _ = env.reset(options={"task_id": task_id(env, NO_APP)})
+        frame = obs["screenshot"].astype(int)
+        top_bar = frame[:20, 200:1000]  # Yaru's top bar: near black across the screen
+        dock = frame[100:600, :30]  # the dock on the left: dark, with the pinned apps' icons
+        wallpaper = frame[300:600, 400:1000]
+        assert top_bar.mean() < 40 and dock.mean() < wallpaper.mean(), "no top bar or dock"
+        assert dock.std() > 10, "the dock has no icons"
+        client = env._desktop.client
+        theme = client.execute(["gsettings", "get", "org.gnome.desktop.interface", "gtk-theme"])
+        assert theme.output == "'Yaru'\n"
+        env.reset(options={"task_id": task_id(env, CHROME)})
+        titles = client.execute(["wmctrl", "-l"]).output
+        assert "Google Chrome" in titles and "Chromium" not in titles, titles

@@ -1,0 +1,98 @@
+"""Which session local desktops run when their config leaves it open (``session=None``)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from osworld_gym.commands.run import provider_from_args
+from osworld_gym.providers import gnome_session, make_provider, session_choice
+from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
+from osworld_gym.providers.session_choice import session_for, wants_gnome
+from osworld_gym.tasks import load_tasks
+
+OSWORLD_TASK = {
+    "id": "b6781586-6346-41cd-935a-a6b1487918fc",
+    "snapshot": "os",
+    "instruction": "Set the time zone to UTC+0.",
+    "source": "https://help.ubuntu.com/lts/ubuntu-help/clock-timezone.html.en",
+    "config": [],
+    "evaluator": {"func": "infeasible"},
+}
+
+
+def _folder(tmp_path: Path, *tasks: dict) -> Path:
+    folder = tmp_path / "examples" / "os"
+    folder.mkdir(parents=True)
+    for task in tasks:
+        (folder / f"{task['id']}.json").write_text(json.dumps(task))
+    return tmp_path
+
+
+def test_osworld_task_files_want_gnome_and_the_bundled_suites_do_not(tmp_path: Path) -> None:
+    assert wants_gnome(load_tasks(_folder(tmp_path, OSWORLD_TASK)))
+    assert not wants_gnome(load_tasks("desktop-basics"))
+    assert not wants_gnome(load_tasks("ui-basics"))
+    # The same suite's files loaded from a folder path are still this package's own.
+    suite = Path(__file__).resolve().parents[2] / "envs" / "desktop-basics"
+    assert not wants_gnome(load_tasks(suite))
+    # Tasks built in memory say nothing of where they come from.
+    assert not wants_gnome(load_tasks([OSWORLD_TASK]))
+
+
+def test_without_gnome_the_light_session_runs_and_a_warning_names_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    tasks = load_tasks(_folder(tmp_path, OSWORLD_TASK))
+    monkeypatch.setattr(gnome_session, "available", lambda: "missing gnome-shell (run x.sh)")
+    with caplog.at_level(logging.WARNING, logger=session_choice.__name__):
+        assert session_for(tasks) == "minimal"
+    assert "missing gnome-shell (run x.sh)" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger=session_choice.__name__):
+        assert session_for(tasks, sandbox=False) == "minimal"
+    assert "sandbox" in caplog.text
+    caplog.clear()
+    assert session_for(load_tasks("desktop-basics")) == "minimal"
+    assert caplog.text == ""  # nothing to warn about for the bundled suites
+
+
+def test_make_provider_settles_an_open_session_and_keeps_a_chosen_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gnome_session, "available", lambda: None)
+    tasks = load_tasks(_folder(tmp_path, OSWORLD_TASK))
+    bundled = load_tasks("desktop-basics")
+
+    def session(spec: object, tasks: object) -> str | None:
+        provider = make_provider(spec, tasks=tasks)  # type: ignore[arg-type]
+        assert isinstance(provider, LocalProvider)
+        return provider.config.session
+
+    assert session("local", tasks) == "gnome"
+    assert session(None, tasks) == "gnome"
+    assert session(LocalProviderConfig(screen_size=(640, 480)), tasks) == "gnome"
+    assert session(LocalProviderConfig(session="minimal"), tasks) == "minimal"
+    assert session("local", bundled) == "minimal"
+    assert session(LocalProviderConfig(session="gnome"), bundled) == "gnome"
+    # A ready provider is the caller's: passed through as it is.
+    ready = LocalProvider(LocalProviderConfig(reap_leftovers=False))
+    assert make_provider(ready, tasks=tasks) is ready and ready.config.session is None
+
+
+def test_the_cli_records_the_session_it_settled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gnome_session, "available", lambda: None)
+    tasks = load_tasks(_folder(tmp_path, OSWORLD_TASK))
+    config, described = provider_from_args("local", None, (640, 480), tasks=tasks)
+    assert (config.session, described.endswith(", gnome")) == ("gnome", True)
+    config, described = provider_from_args(
+        "local", None, (640, 480), session="minimal", tasks=tasks
+    )
+    assert (config.session, described.endswith(", minimal")) == ("minimal", True)
+    with pytest.raises(ValueError, match="--session gnome is for the local provider"):
+        provider_from_args("docker", None, (640, 480), session="gnome")
