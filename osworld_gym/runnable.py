@@ -34,11 +34,17 @@ Verdict = Literal["runnable", "online", "not runnable", "unknown"]
 _NOT_IN_DEBIAN = {"code": "VS Code is not packaged by Debian"}
 # Commands that are there on these providers' desktops but cannot work: they talk to a system
 # service the desktop does not run (its sandbox or container has no systemd). A task that needs
-# one would score 0 whatever the agent does: not runnable, with the reason.
+# one would score 0 whatever the agent does: not runnable, with the reason. The local GNOME
+# session's own system bus answers for them (providers/timedate_service.py).
 _NO_SERVICE = {
-    "timedatectl": "timedatectl needs systemd's timedated, which {provider} desktops do not run",
+    "timedatectl": "timedatectl needs systemd's timedated, which {provider} desktops do not run "
+    "(local desktops' GNOME session answers it: --session gnome)",
 }
 _WITHOUT_SYSTEMD = ("local", "docker")
+
+
+def _has_system_services(provider: str, session: str | None) -> bool:
+    return provider not in _WITHOUT_SYSTEMD or (provider == "local" and session == "gnome")
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,7 @@ def task_runnability(
     cache: AssetCache,
     provider: str,
     requirements: TaskRequirements | None = None,
+    session: str | None = None,
 ) -> TaskRunnability:
     """Judge one task, given which commands the provider's desktops have.
 
@@ -147,6 +154,7 @@ def task_runnability(
         cache: The asset cache the env would use.
         provider: The provider's name, for the reasons.
         requirements: ``task_requirements(task)`` when already computed.
+        session: A local desktop's session (``"gnome"`` answers for systemd's services).
     """
     needs = requirements or task_requirements(task)
     support = task_support(task)
@@ -157,7 +165,7 @@ def task_runnability(
         blockers.append("needs a proxy (OSWorld runs it behind one: its sites block bots)")
     blockers += [f"needs {item}" for item in _local_files_missing(task, needs)]
     commands = tuple(needs.commands)
-    if provider in _WITHOUT_SYSTEMD:
+    if not _has_system_services(provider, session):
         blockers += [_NO_SERVICE[c].format(provider=provider) for c in commands if c in _NO_SERVICE]
     missing = tuple(c for c in commands if present.get(c) is False)
     unknown = tuple(c for c in commands if present.get(c) is None)
@@ -254,14 +262,21 @@ def _counts(items: Sequence[TaskRunnability]) -> dict[str, int]:
 
 
 def runnable_report(
-    tasks: Iterable[Task], probe: CommandProbe, cache: AssetCache, provider: str
+    tasks: Iterable[Task],
+    probe: CommandProbe,
+    cache: AssetCache,
+    provider: str,
+    session: str | None = None,
 ) -> RunnableReport:
-    """Probe once for every command the tasks need, then judge each task."""
+    """Probe once for every command the tasks need, then judge each task.
+
+    ``session``: a local desktop's session (see :func:`task_runnability`).
+    """
     tasks = list(tasks)
     requirements = [task_requirements(t) for t in tasks]
     result = probe.probe(all_commands(requirements))
     entries = tuple(
-        task_runnability(t, result.present, cache, provider, r)
+        task_runnability(t, result.present, cache, provider, r, session)
         for t, r in zip(tasks, requirements, strict=True)
     )
     return RunnableReport(provider, result, cache.root, entries)

@@ -23,6 +23,7 @@ from osworld_gym.providers.command_probe import (
     probe_for,
 )
 from osworld_gym.runnable import (
+    TaskRunnability,
     format_runnable_report,
     is_cached,
     runnable_report,
@@ -318,3 +319,28 @@ def test_guest_probe_on_a_real_desktop(clean_desktop: Any) -> None:
     result = GuestCommandProbe(clean_desktop.client).probe(["sh", "python", "osworld-no-such"])
     assert result.present == {"sh": True, "python": True, "osworld-no-such": False}
     assert result.note is None
+
+
+def test_timedatectl_runs_only_where_a_system_bus_answers_for_timedated() -> None:
+    task = Task.from_dict(
+        {
+            "id": "tz",
+            "instruction": "Set the time zone to UTC+0.",
+            "config": [],
+            "evaluator": {
+                "func": "is_utc_0",
+                "result": {"type": "vm_command_line", "command": "timedatectl status"},
+            },
+        }
+    )
+    present = {"timedatectl": True}
+
+    def judge(provider: str, session: str | None) -> TaskRunnability:
+        cache = AssetCache(Path("/nonexistent"))
+        return task_runnability(task, present, cache, provider, None, session)
+
+    assert judge("local", "gnome").verdict == "runnable"
+    for provider, session in (("local", "minimal"), ("local", None), ("docker", None)):
+        verdict = judge(provider, session)
+        assert verdict.verdict == "not runnable" and "timedated" in (verdict.reason or "")
+    assert judge("qemu", None).verdict == "runnable"  # OSWorld's VM runs systemd

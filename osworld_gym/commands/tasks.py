@@ -75,8 +75,8 @@ def add_parser(sub: Any) -> None:
         "--session",
         choices=SESSIONS,
         default=None,
-        help="report --fidelity --provider local: the desktop's session (default: gnome for "
-        "OSWorld's task files, minimal for the bundled suites)",
+        help="report --provider local: the desktops' session (default: gnome for OSWorld's "
+        "task files, minimal for the bundled suites)",
     )
     tasks.add_argument(
         "--gallery",
@@ -161,9 +161,12 @@ def _runnable_report(args: argparse.Namespace, tasks: TaskSet) -> int:
 
         guest = GuestClient(args.guest_url, token=args.token)
     probe = probe_for(args.provider, image=args.image, base_url=args.docker_url, guest=guest)
-    report = runnable_report(tasks, probe, _cache(args), args.provider)
+    session = None
+    if args.provider == "local":
+        session = args.session or session_for(tasks)
+    report = runnable_report(tasks, probe, _cache(args), args.provider, session)
     if args.fidelity:
-        return _fidelity_report(args, tasks, report)
+        return _fidelity_report(args, tasks, report, session)
     if args.json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=1) + "\n")
     else:
@@ -171,7 +174,9 @@ def _runnable_report(args: argparse.Namespace, tasks: TaskSet) -> int:
     return 0
 
 
-def _fidelity_report(args: argparse.Namespace, tasks: TaskSet, runnable: Any) -> int:
+def _fidelity_report(
+    args: argparse.Namespace, tasks: TaskSet, runnable: Any, session: str | None
+) -> int:
     from osworld_gym.env import OSWorldEnv
     from osworld_gym.fidelity import (
         FidelityReport,
@@ -187,7 +192,6 @@ def _fidelity_report(args: argparse.Namespace, tasks: TaskSet, runnable: Any) ->
     if args.provider == "local":
         from osworld_gym.providers.local import LocalProviderConfig
 
-        session = args.session or session_for(tasks)
         provider = LocalProviderConfig(screen_size=args.screen_size, session=session)
         desktop = f"local desktops, session {session!r}"
     else:

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from osworld_gym.providers import timedate_service
+
 SESSION_MODE = "osworld"
 DOCK_EXTENSION = "dash-to-dock@micxgx.gmail.com"
 # Ours: tells a reset whether the shell is as fresh as a new one (gnome_extension/extension.js).
@@ -132,6 +134,7 @@ _SYSTEM_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC
   <type>system</type>
   <listen>unix:path={socket}</listen>
   <auth>EXTERNAL</auth>
+  <servicedir>{services}</servicedir>
   <policy context="default">
     <allow user="*"/>
     <allow own="*"/>
@@ -156,6 +159,23 @@ _SESSION_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC
   </policy>
 </busconfig>
 """
+
+
+# The time zone timedate1 reports at the start of every episode. OSWorld's VM's zone is not
+# published; os/b6781586 ("set my current time zone to UTC+0") says it is not UTC. Hong Kong
+# (the VM was made at HKU) has no daylight saving time: its offset is the same all year.
+TIME_ZONE = "Asia/Hong_Kong"
+TIME_SETTINGS = "timedate.json"  # in the runtime folder: emptied, then written, at each reset
+_TIMEDATE_SERVICE = """[D-BUS Service]
+Name=org.freedesktop.timedate1
+Exec=/usr/bin/python3 -I {script} {settings}
+"""
+
+
+def write_time_settings(runtime_dir: Path) -> None:
+    """The timedate1 service's settings of a new episode, in the desktop's runtime folder."""
+    settings = {**timedate_service.DEFAULTS, "timezone": TIME_ZONE}
+    timedate_service.write_settings(runtime_dir / TIME_SETTINGS, settings)
 
 
 @dataclass(frozen=True)
@@ -239,13 +259,22 @@ def available() -> str | None:
     return None
 
 
-def write_files(state: Path, system_bus_socket: str, home_template: str | None) -> GnomeFiles:
+def write_files(
+    state: Path,
+    system_bus_socket: str,
+    home_template: str | None,
+    *,
+    state_inside: str,
+    runtime_inside: str,
+) -> GnomeFiles:
     """Write the session's files into the desktop's state folder ``state``.
 
     Args:
         state: The state folder on the host.
         system_bus_socket: Where the system bus listens, as the desktop sees it.
         home_template: The desktop's HOME template (its settings database is kept), or None.
+        state_inside: The state folder as the desktop sees it.
+        runtime_inside: The desktop's runtime folder as the desktop sees it.
 
     Raises:
         OSError: the schemas or the settings could not be compiled (the message says why).
@@ -264,8 +293,22 @@ def write_files(state: Path, system_bus_socket: str, home_template: str | None) 
     (data / "applications").mkdir(exist_ok=True)
     (data / "applications" / "google-chrome.desktop").write_text(_GOOGLE_CHROME_DESKTOP)
     _write_extension(data / "gnome-shell" / "extensions" / STATE_EXTENSION)
+    services = state / "gnome" / "system-services"
+    services.mkdir(exist_ok=True)
+    script = resources.files("osworld_gym.providers").joinpath("timedate_service.py")
+    (state / "gnome" / "timedate_service.py").write_text(script.read_text())
+    (services / "org.freedesktop.timedate1.service").write_text(
+        _TIMEDATE_SERVICE.format(
+            script=f"{state_inside}/gnome/timedate_service.py",
+            settings=f"{runtime_inside}/{TIME_SETTINGS}",
+        )
+    )
     config = state / "gnome" / "system-bus.conf"
-    config.write_text(_SYSTEM_BUS_CONFIG.replace("{socket}", system_bus_socket))
+    config.write_text(
+        _SYSTEM_BUS_CONFIG.replace("{socket}", system_bus_socket).replace(
+            "{services}", f"{state_inside}/gnome/system-services"
+        )
+    )
     session_config = state / "gnome" / "session-bus.conf"
     session_config.write_text(_SESSION_BUS_CONFIG)
     database, settings = _user_settings(state / "gnome", home_template)

@@ -321,6 +321,7 @@ class LocalDesktop(Desktop):
                 blocked_networks=(*BLOCKED_NETWORKS, *config.blocked_networks),
                 host_ports=tuple(config.host_ports),
                 log_dir=self.files.log_dir,
+                systemd_services=config.session == "gnome",
             )
         # A network of its own needs a sandbox.
         self.private_network = self.sandbox is not None and self.sandbox.private_network
@@ -344,7 +345,11 @@ class LocalDesktop(Desktop):
         if config.session == "gnome":
             socket = self.files.desktop_path(self.files.runtime_dir / "system_bus_socket")
             self._gnome = gnome_session.write_files(
-                self.files.state_dir, socket, config.home_template
+                self.files.state_dir,
+                socket,
+                config.home_template,
+                state_inside=self.files.desktop_path(self.files.state_dir),
+                runtime_inside=self.files.desktop_path(self.files.runtime_dir),
             )
             window_manager = ("gnome-shell", "--x11", f"--mode={gnome_session.SESSION_MODE}")
         self.session = Session(
@@ -821,7 +826,8 @@ class LocalDesktop(Desktop):
 
         The guest's folder holds its wallpaper record, scripts and recordings; the runtime
         folder the buses' sockets (they start again, unless the session is kept: then its
-        ``kept_runtime_files``, which it checked, stay): nothing an episode left there stays.
+        ``kept_runtime_files``, which it checked, stay) and a GNOME session's time settings
+        (written anew): nothing an episode left there stays.
         """
         gnome = self._gnome
         session_files = (
@@ -832,6 +838,8 @@ class LocalDesktop(Desktop):
         self.files.empty_temp_folders(keep_visible, self.display)
         empty_folder(self.files.guest_state)
         empty_tree(self.files.runtime_dir, kept_runtime_files or set())
+        if gnome is not None:
+            gnome_session.write_time_settings(self.files.runtime_dir)
 
     def _restart_everything(self) -> None:
         """Start from the X server up, after stopping whatever runs.

@@ -42,6 +42,8 @@ class DesktopSandbox:
         blocked_networks: Networks the internet must not reach, beyond the default ones.
         host_ports: Host loopback ports a private network's desktop may reach.
         log_dir: Where the outbound link writes its log.
+        systemd_services: The desktop's system bus hosts services in systemd's place
+            (``timedatectl`` talks to them only where systemd seems to run).
 
     Attributes:
         identity: Who the desktop's programs are on the host (:meth:`take_identity`).
@@ -60,6 +62,7 @@ class DesktopSandbox:
         blocked_networks: tuple[str, ...],
         host_ports: tuple[int, ...],
         log_dir: Path,
+        systemd_services: bool = False,
     ) -> None:
         assert folders.sandbox_folders is not None
         self._log_dir = log_dir
@@ -73,6 +76,7 @@ class DesktopSandbox:
         self.private_network = private_network
         self._blocked = blocked_networks
         self._host_ports = host_ports
+        self._systemd_services = systemd_services
         self.identity = HostIdentity(os.getuid(), os.getgid(), dedicated=False)
         self.namespaces: list[sandbox.Namespaces] = []
         self.links: list[PortForwarder | OutboundLink] = []
@@ -122,6 +126,7 @@ class DesktopSandbox:
             private_network=self.private_network,
             as_guest=name == "guest",
             resolv_conf=self._resolv_conf if self._internet else None,
+            systemd_services=self._systemd_services,
         )
         return wrapped, () if join is None else join.fds
 

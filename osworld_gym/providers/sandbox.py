@@ -400,6 +400,7 @@ def wrap(
     private_network: bool = False,
     as_guest: bool = False,
     resolv_conf: Path | None = None,
+    systemd_services: bool = False,
 ) -> list[str]:
     """The command line that runs ``argv`` inside the desktop's sandbox.
 
@@ -434,6 +435,9 @@ def wrap(
             (:meth:`HostIdentity.guest_command`).
         resolv_conf: The resolver configuration shown as ``/etc/resolv.conf`` (a private
             network's outbound link has a DNS forwarder of its own), or None: the host's.
+        systemd_services: Show ``/run/systemd/system``, which tells systemd's tools that
+            systemd runs (``sd_booted``): the desktop's own system bus answers for the
+            services they call (``timedatectl`` refuses to try otherwise).
     """
     if hidden is None:
         hidden = hidden_folders()
@@ -503,6 +507,7 @@ def wrap(
         # takes connections); the server wants this desktop's cookie anyway (x_auth).
         *(["--ro-bind", x_socket, x_socket] if x_socket else []),
         "--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve",
+        *(["--dir", "/run/systemd/system"] if systemd_services else []),
         # The state folder read-only once Chromium's program is mounted in it: the command
         # wrappers first on PATH, the identity files and the X cookie cannot be replaced by a
         # task; only the guest's folder is writable.

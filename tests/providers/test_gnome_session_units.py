@@ -62,7 +62,13 @@ def _dump(database: Path, tmp_path: Path) -> str:
 
 @needs_gnome
 def test_session_files_hold_the_extension_and_the_users_settings(tmp_path: Path) -> None:
-    files = gnome_session.write_files(tmp_path, "/run/user/1000/system_bus_socket", None)
+    files = gnome_session.write_files(
+        tmp_path,
+        "/run/user/1000/system_bus_socket",
+        None,
+        state_inside="/run/osworld-gym",
+        runtime_inside="/run/user/1000",
+    )
     extension = files.data / "gnome-shell" / "extensions" / gnome_session.STATE_EXTENSION
     assert json.loads((extension / "metadata.json").read_text())["shell-version"] == ["43"]
     assert "Freshen" in (extension / "extension.js").read_text()
@@ -72,6 +78,15 @@ def test_session_files_hold_the_extension_and_the_users_settings(tmp_path: Path)
     assert "binding='<Primary><Alt>t'" in settings and "folder-children=" in settings
     assert _dump(files.user_database, tmp_path) == settings
     assert "UpdateActivationEnvironment" in files.session_bus_config.read_text()
+    # The system bus starts timedate1 from the state folder, as the desktop sees it.
+    assert "<servicedir>/run/osworld-gym/gnome/system-services</servicedir>" in (
+        files.system_bus_config.read_text()
+    )
+    service = tmp_path / "gnome" / "system-services" / "org.freedesktop.timedate1.service"
+    assert "Exec=/usr/bin/python3 -I /run/osworld-gym/gnome/timedate_service.py " in (
+        service.read_text()
+    )
+    assert (tmp_path / "gnome" / "timedate_service.py").is_file()
     home = tmp_path / "home"
     gnome_session.write_home(home, files)
     assert (home / gnome_session.USER_DATABASE).read_bytes() == files.user_database.read_bytes()
@@ -89,7 +104,13 @@ def test_a_home_templates_settings_stay_with_the_sessions(tmp_path: Path) -> Non
         check=True,
     )
     state = tmp_path / "state"
-    files = gnome_session.write_files(state, "/run/user/1000/system_bus_socket", str(template))
+    files = gnome_session.write_files(
+        state,
+        "/run/user/1000/system_bus_socket",
+        str(template),
+        state_inside="/run/osworld-gym",
+        runtime_inside="/run/user/1000",
+    )
     settings = files.user_settings.read_text()
     assert "gtk-theme='Adwaita'" in settings and "command='gnome-terminal'" in settings
     shutil.rmtree(template)  # compiled once: the desktop does not read it again

@@ -79,6 +79,30 @@ def test_a_reset_gives_the_same_session_again(desktop: LocalDesktop) -> None:
     assert _sh(desktop, "wmctrl -m | head -1") == "Name: GNOME Shell\n"
 
 
+def _zone_line(desktop: LocalDesktop) -> str:
+    return _sh(desktop, "timedatectl status").split("\n")[3].strip()
+
+
+def test_timedatectl_talks_to_the_desktops_own_timedated(desktop: LocalDesktop) -> None:
+    zone = gnome_session.TIME_ZONE
+    assert _zone_line(desktop) == f"Time zone: {zone} (HKT, +0800)"
+    _sh(desktop, "timedatectl set-timezone UTC")
+    assert _zone_line(desktop) == "Time zone: UTC (UTC, +0000)"
+    wrong = desktop.client.execute("timedatectl set-timezone Nowhere/Land", shell=True)
+    assert wrong.returncode == 1 and "Invalid or not installed time zone" in wrong.error
+    assert zone in _sh(desktop, "timedatectl list-timezones")
+    # The desktop's programs keep the host's zone (dates agree with the evaluator's).
+    assert _sh(desktop, "date +%z") == "+0000\n"
+    desktop.reset()
+    assert _zone_line(desktop).startswith(f"Time zone: {zone} ")
+    # Written behind the service's back, as an agent could: the reset writes it anew too.
+    planted = '{"timezone": "UTC"}'
+    _sh(desktop, f"cd $XDG_RUNTIME_DIR && echo '{planted}' > new && mv new timedate.json")
+    assert _zone_line(desktop).startswith("Time zone: UTC ")
+    desktop.reset()
+    assert _zone_line(desktop).startswith(f"Time zone: {zone} ")
+
+
 def _titles(desktop: LocalDesktop) -> str:
     return _sh(desktop, "wmctrl -l")
 

@@ -8,13 +8,12 @@ from __future__ import annotations
 import collections.abc
 
 import gymnasium as gym
-import numpy as np
 import pytest
 from desktop_helpers import run_episode
 from osworld_data import require_osworld_tasks
 from real_tasks import SCREEN, real_env, real_task, task_id
 
-from osworld_gym.actions import Click, Done, Move, RightClick, Wait
+from osworld_gym.actions import Click, Done, Hotkey, Move, RightClick, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
 from osworld_gym.providers import gnome_session
 from osworld_gym.providers.local import LocalProviderConfig
@@ -28,6 +27,9 @@ pytestmark = [
     ),
 ]
 
+# os: "set my current time zone to UTC+0", scored by `timedatectl status`; its setup clicks the
+# middle of the screen and launches no app.
+SET_UTC = "b6781586"
 REMOVE_FAVORITE = "ec4e3f68"  # setup pins thunderbird, vim, google-chrome; unpin vim
 # The dock (1280x720): vim's icon first, as the dock lays out that setup's favorites; its
 # context menu opens to the right, "Unpin" its second item.
@@ -41,7 +43,9 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[OS
     provider = LocalProviderConfig(screen_size=SCREEN, session="gnome")
     cache = tmp_path_factory.mktemp("cache")
     with real_env(
-        [real_task("os", REMOVE_FAVORITE)], provider=provider, cache_dir=str(cache)
+        [real_task("os", REMOVE_FAVORITE), real_task("os", SET_UTC)],
+        provider=provider,
+        cache_dir=str(cache),
     ) as environment:
         yield environment
 
@@ -63,7 +67,6 @@ def test_remove_an_app_from_the_docks_favorites_through_its_menu(env: OSWorldEnv
     assert run_episode(env, task, [Done()]) == 0.0
 
 
-NO_APP = "b6781586"  # os: the setup clicks the middle of the screen, launches nothing
 CHROME = "99146c54"  # chrome: the setup launches google-chrome
 
 
@@ -81,7 +84,7 @@ def test_osworld_task_files_run_on_the_gnome_desktop_by_default(
     ) as made:
         env = made.unwrapped
         assert env.provider.config.session == "gnome"
-        obs, _ = env.reset(options={"task_id": task_id(env, NO_APP)})
+        obs, _ = env.reset(options={"task_id": task_id(env, SET_UTC)})
         frame = obs["screenshot"].astype(int)
         top_bar = frame[:20, 200:1000]  # Yaru's top bar: near black across the screen
         dock = frame[100:600, :30]  # the dock on the left: dark, with the pinned apps' icons
@@ -94,3 +97,16 @@ def test_osworld_task_files_run_on_the_gnome_desktop_by_default(
         env.reset(options={"task_id": task_id(env, CHROME)})
         titles = client.execute(["wmctrl", "-l"]).output
         assert "Google Chrome" in titles and "Chromium" not in titles, titles
+
+
+def test_set_the_time_zone_with_timedatectl_in_a_terminal(env: OSWorldEnv) -> None:
+    task = task_id(env, SET_UTC)
+    assert run_episode(env, task, [Done()]) == 0.0  # the desktop does not start at UTC+0
+    env.reset(options={"task_id": task})
+    env.step(Hotkey(keys=["ctrl", "alt", "t"]))
+    env.step(Wait(seconds=1.0))
+    env.step(TypeText(text="timedatectl set-timezone Etc/UTC\n"))
+    env.step(Wait(seconds=0.5))
+    _, reward, terminated, _, info = env.step(Done())
+    assert terminated and info["infra_error"] is None
+    assert reward == 1.0
