@@ -1,7 +1,8 @@
 """Throughput as desktops are added: episodes/min, CPU and memory per desktop, where it flattens.
 
     flock /tmp/osworld-bench.lock python benchmarks/bench_scale.py \\
-        [--provider local docker] [--suite ui-basics calc] [--envs 1 2 4 8 16 32] \\
+        [--provider local docker] [--session minimal gnome] [--suite ui-basics calc terminal] \\
+        [--envs 1 2 4 8 16 32] \\
         [--warmup S] [--seconds S] [--max-concurrent-resets N] \\
         [--docker-reset-mode recreate|session] [--json FILE]
 
@@ -17,6 +18,9 @@ counted; episodes that end in the next ``--seconds`` are. Suites:
   the oracle types a SUM into its cell, saves keeping the format, DONE; scored by reading the
   file back). The oracle is the one ``osworld-gym run --agent oracle`` plays: it acts on the
   first observation and waits only where its script expects something on the screen.
+* ``terminal``: desktop-basics' nine feasible ``os-*`` tasks in turn (1280x720; a terminal
+  opens at reset, the oracle types one command line, DONE; scored by the files it left). Their
+  oracles pass on both sessions, so ``--session minimal gnome`` compares the two desktops.
 
 Printed per pool size: episodes per minute and its ratio to one desktop (``x1``) and to the size
 before (``x prev``), the share of episodes solved (a drop means observations or input suffered
@@ -48,6 +52,7 @@ from osworld_gym.commands.oracle_agent import OracleAgent
 from osworld_gym.commands.run import provider_from_args
 from osworld_gym.pool import EnvPool, EnvSpec, PoolConfig
 from osworld_gym.pool.collector import CollectorConfig, RolloutCollector
+from osworld_gym.providers.session_choice import SESSIONS
 from osworld_gym.tasks import load_tasks
 
 logger = logging.getLogger("bench_scale")
@@ -65,10 +70,25 @@ class Suite:
     seconds: float
 
 
+TERMINAL_TASKS = (
+    "os-chmod-script", "os-count-error-lines", "os-create-project-tree", "os-delete-tmp-files",
+    "os-find-and-copy", "os-rename-by-prefix", "os-sort-downloads-by-type", "os-tar-folder",
+    "os-write-file-content",
+)  # fmt: skip
 SUITES = {
     "ui-basics": Suite("ui-basics", "ui-basics", None, (336, 224), warmup=15.0, seconds=45.0),
     "calc": Suite(
         "calc", "desktop-basics", ("calc-sum-sales-total",), (1280, 720), warmup=40, seconds=90
+    ),
+    # The oracles that pass on both sessions (GNOME's windows sit elsewhere than openbox's,
+    # and the office oracles click and watch openbox's places): to compare the two.
+    "terminal": Suite(
+        "terminal",
+        "desktop-basics",
+        TERMINAL_TASKS,
+        (1280, 720),
+        warmup=20,
+        seconds=60,
     ),
 }
 
@@ -77,9 +97,13 @@ COMPONENTS = {
     "Xvfb": "X server",
     "Xorg": "X server",
     "openbox": "window manager",
+    "gnome-shell": "window manager",
     "soffice.bin": "app",
     "oosplash": "app",
     "xterm": "app",
+    "lxterminal": "app",
+    "mousepad": "app",
+    "gnome-terminal-server": "app",
     "xmessage": "app",
     "gedit": "app",
     "dockerd": "docker engine",
@@ -92,7 +116,11 @@ COMPONENTS = {
     "dbus-daemon": "session services",
     "at-spi-bus-launcher": "session services",
     "at-spi2-registryd": "session services",
+    "dconf-service": "session services",
+    "gjs": "session services",  # GNOME Shell's notification service
+    "pulseaudio": "session services",
 }
+SESSION_SERVICE_PREFIXES = ("gsd-", "gvfs", "xdg-")  # GNOME's settings daemons, GVfs, portals
 COMPONENT_ORDER = (
     "driver", "guest", "X server", "window manager", "app", "session services", "docker engine",
     "other", "short-lived",
@@ -172,6 +200,8 @@ class CpuLedger:
             return "driver"
         if name in COMPONENTS:
             return COMPONENTS[name]
+        if name.startswith(SESSION_SERVICE_PREFIXES):
+            return "session services"
         if name.startswith("python"):
             try:
                 cmdline = " ".join(proc.cmdline())
@@ -207,11 +237,13 @@ def _busy(times: Any) -> float:
     return sum(times) - times.idle - getattr(times, "iowait", 0.0)
 
 
-def measure(provider: str, suite: Suite, num_envs: int, args: argparse.Namespace) -> dict:
+def measure(
+    provider: str, suite: Suite, num_envs: int, args: argparse.Namespace, session: str | None
+) -> dict:
     tasks = load_tasks(suite.source, ids=list(suite.task_ids) if suite.task_ids else None)
     ids = [task.id for task in tasks]
     policy = OracleAgent(tasks)
-    provider_config, _ = provider_from_args(provider, None, suite.screen)
+    provider_config, _ = provider_from_args(provider, None, suite.screen, session=session)
     if provider == "docker" and args.docker_reset_mode:
         provider_config = dataclasses.replace(provider_config, reset_mode=args.docker_reset_mode)
     spec = EnvSpec(
@@ -271,7 +303,8 @@ def measure(provider: str, suite: Suite, num_envs: int, args: argparse.Namespace
             f" (reset_mode={args.docker_reset_mode})"
             if provider == "docker" and args.docker_reset_mode
             else ""
-        ),
+        )
+        + (f" ({session} session)" if session else ""),
         "suite": suite.name,
         "envs": num_envs,
         "launch_s": launch,
@@ -361,16 +394,28 @@ def main() -> None:
     parser.add_argument(
         "--max-concurrent-resets", type=int, default=None, help="default: the shipped automatic cap"
     )
+    parser.add_argument(
+        "--session",
+        nargs="+",
+        default=["minimal"],
+        choices=SESSIONS,
+        help="local: the desktops' sessions to measure, each in turn (default: minimal)",
+    )
     parser.add_argument("--json", default=None, help="write every row here")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     logger.setLevel(logging.INFO)
     everything = []
-    for provider in args.provider:
+    runs = [
+        (provider, session)
+        for provider in args.provider
+        for session in (args.session if provider == "local" else [None])
+    ]
+    for provider, session in runs:
         for name in args.suite:
             rows = []
             for n in args.envs:
-                rows.append(measure(provider, SUITES[name], n, args))
+                rows.append(measure(provider, SUITES[name], n, args, session))
                 logger.info("%s / %s, %d desktops: %.1f episodes/min", provider, name, n,
                             rows[-1]["episodes_per_min"])  # fmt: skip
             report(rows, cores())

@@ -31,7 +31,7 @@ from gymnasium import spaces
 from osworld_gym.actions import Action, parse_action, to_wire_actions
 from osworld_gym.actions.spaces import StructuredActionSpace, TextActionSpace
 from osworld_gym.downloads import AssetCache
-from osworld_gym.env_config import DEFAULT_SUITE, EnvConfig, Timings
+from osworld_gym.env_config import DEFAULT_SUITE, LAUNCHING_STEPS, EnvConfig, Timings
 from osworld_gym.episode import episode_end, plan_step, terminal_kind
 from osworld_gym.errors import (
     ActionError,
@@ -184,7 +184,8 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         self._task, self._step, self._episode_over = task, 0, False
         # Apps just started by the setup may pause between drawing phases: a longer quiet
         # period for the first observation, so the agent's first keys are not lost.
-        obs = self._observe("", timings, reset=True)
+        launched = any(step.type in LAUNCHING_STEPS for step in task.config)
+        obs = self._observe("", timings, reset=True, launched=launched)
         info = self._info(timings=timings, setup_warnings=warnings, **self._settle_report)
         return obs, info
 
@@ -370,7 +371,11 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         return None
 
     def _observe(
-        self, error: str, timings: dict[str, float], reset: bool = False
+        self,
+        error: str,
+        timings: dict[str, float],
+        reset: bool = False,
+        launched: bool = False,
     ) -> dict[str, Any]:
         """Screenshot (after the screen settles), instruction, last error, optional a11y tree."""
         assert self._desktop is not None
@@ -388,7 +393,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
             quality=self.config.frame_quality,
             settle=self.config.settle,
             settle_timeout=self.config.settle_timeout,
-            settle_quiet=self.config.quiet(mode, reset=reset),
+            settle_quiet=self.config.quiet(mode, reset=reset, launched=launched),
             settle_mode=mode,
             settle_launch_timeout=self.config.settle_launch_timeout if mode == "events" else None,
         )

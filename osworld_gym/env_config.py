@@ -20,6 +20,12 @@ SETTLE_MODES = ("poll", "events")
 FRAME_FORMATS = ("raw", "png", "jpeg")
 SETTLE_QUIET = {"events": 0.03, "poll": 0.2}
 RESET_SETTLE_QUIET = {"events": 0.1, "poll": 0.6}
+# ... after a setup that started an app: LibreOffice Impress fills its sidebar's lists about
+# 0.5 s after its window first went still (impress/2cd43775's first frame was early in both
+# of its resets in a fidelity report with 0.1 s).
+RESET_SETTLE_QUIET_AFTER_LAUNCH = {"events": 0.75, "poll": 0.75}
+# Setup steps that start or open an app (OSWorld's step types).
+LAUNCHING_STEPS = frozenset({"launch", "open", "chrome_open_tabs"})
 
 
 @dataclass(frozen=True)
@@ -51,7 +57,8 @@ class EnvConfig:
             pending, e.g. an app's first start (never less than ``settle_timeout``).
         reset_settle_quiet: The same as ``settle_quiet`` for the first observation after a
             reset (apps that the setup just started draw in phases); None: the mode's default
-            (``RESET_SETTLE_QUIET``).
+            (``RESET_SETTLE_QUIET``, or ``RESET_SETTLE_QUIET_AFTER_LAUNCH`` after a setup that
+            started or opened an app).
         frame_format: How each observation's frame travels from the guest: ``"raw"`` RGB
             (default: no encoding on either side; through shared memory on a local desktop),
             ``"png"`` (lossless, for desktops across a network, e.g. ``remote`` guests: a
@@ -132,13 +139,17 @@ class EnvConfig:
         if isinstance(self.dialect_options, Mapping):
             object.__setattr__(self, "dialect_options", tuple(sorted(self.dialect_options.items())))
 
-    def quiet(self, mode: str, reset: bool = False) -> float:
-        """The quiet period of an observation settled in ``mode`` (after a reset or a step)."""
-        chosen, defaults = (
-            (self.reset_settle_quiet, RESET_SETTLE_QUIET)
-            if reset
-            else (self.settle_quiet, SETTLE_QUIET)
-        )
+    def quiet(self, mode: str, reset: bool = False, launched: bool = False) -> float:
+        """The quiet period of an observation settled in ``mode`` (after a reset or a step).
+
+        ``launched``: the reset's setup started or opened an app (``LAUNCHING_STEPS``).
+        """
+        if not reset:
+            chosen, defaults = self.settle_quiet, SETTLE_QUIET
+        elif launched:
+            chosen, defaults = self.reset_settle_quiet, RESET_SETTLE_QUIET_AFTER_LAUNCH
+        else:
+            chosen, defaults = self.reset_settle_quiet, RESET_SETTLE_QUIET
         return chosen if chosen is not None else defaults[mode]
 
     def replace(self, **changes: Any) -> EnvConfig:

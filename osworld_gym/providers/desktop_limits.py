@@ -24,6 +24,7 @@ import logging
 import os
 import re
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
 _GROUP_PREFIX = "osworld-gym-"
+STALE_GROUP_AGE_S = 120.0  # an empty group younger than this may be a desktop's, starting
 GIB = 1 << 30
 
 
@@ -198,19 +200,26 @@ def _event_count(path: Path, key: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-def remove_stale_groups() -> list[Path]:
+def remove_stale_groups(live: set[str], min_age_s: float = STALE_GROUP_AGE_S) -> list[Path]:
     """Delete empty desktop groups that dead runs left (their processes are gone).
 
-    A group whose ``cgroup.procs`` is empty belongs to no running desktop: a live desktop's
-    init holds its groups.
+    A group is left when it is empty, no live desktop's marker names it (``live``: a desktop
+    between making its group and starting its first process in it, or restarting its
+    processes, holds an empty group too), and it is older than ``min_age_s`` (the markers
+    come from the folders one driver sweeps; another driver's may be elsewhere).
     """
     removed = []
+    now = time.time()
     for controller in ("memory", "pids"):
         own = _own_cgroup(controller)
         if own is None or not own[0].is_dir():
             continue
         for group in own[0].glob(f"{_GROUP_PREFIX}*"):
+            if group.name.removeprefix(_GROUP_PREFIX) in live:
+                continue
             try:
+                if now - group.stat().st_mtime < min_age_s:
+                    continue
                 if (group / "cgroup.procs").read_text().strip():
                     continue
                 group.rmdir()

@@ -161,6 +161,36 @@ _SESSION_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC
 """
 
 
+REFRESH_HZ = 240  # the X server's mode under GNOME Shell (x_state.set_refresh_rate)
+# GNOME Shell sets the screen's mode as it starts: the preferred one (Xvfb's own, with no
+# rate: 60 frames a second), unless a monitors.xml names another. Ours is a system one (the
+# wm's XDG_CONFIG_DIRS), not the user's: nothing in HOME that OSWorld's VM lacks. An output
+# without EDID is "unknown" to mutter.
+_MONITORS_XML = """<monitors version="2">
+  <configuration>
+    <logicalmonitor>
+      <x>0</x>
+      <y>0</y>
+      <scale>1</scale>
+      <primary>yes</primary>
+      <monitor>
+        <monitorspec>
+          <connector>screen</connector>
+          <vendor>unknown</vendor>
+          <product>unknown</product>
+          <serial>unknown</serial>
+        </monitorspec>
+        <mode>
+          <width>{width}</width>
+          <height>{height}</height>
+          <rate>{rate}.000</rate>
+        </mode>
+      </monitor>
+    </logicalmonitor>
+  </configuration>
+</monitors>
+"""
+
 # The time zone timedate1 reports at the start of every episode. OSWorld's VM's zone is not
 # published; os/b6781586 ("set my current time zone to UTC+0") says it is not UTC. Hong Kong
 # (the VM was made at HKU) has no daylight saving time: its offset is the same all year.
@@ -189,6 +219,8 @@ class GnomeFiles:
         session_bus_config: The session bus's configuration.
         user_database: The user's settings database of a new desktop (dconf's binary format).
         user_settings: The same settings as text (``dconf dump``'s keyfile format).
+        config: A configuration folder to put first on the window manager's
+            ``XDG_CONFIG_DIRS`` (its monitors.xml).
     """
 
     schemas: Path
@@ -197,6 +229,7 @@ class GnomeFiles:
     session_bus_config: Path
     user_database: Path
     user_settings: Path
+    config: Path
 
 
 def _override() -> str:
@@ -266,6 +299,7 @@ def write_files(
     *,
     state_inside: str,
     runtime_inside: str,
+    screen_size: tuple[int, int] = (1920, 1080),
 ) -> GnomeFiles:
     """Write the session's files into the desktop's state folder ``state``.
 
@@ -275,6 +309,7 @@ def write_files(
         home_template: The desktop's HOME template (its settings database is kept), or None.
         state_inside: The state folder as the desktop sees it.
         runtime_inside: The desktop's runtime folder as the desktop sees it.
+        screen_size: The screen's (width, height), for GNOME Shell's monitor configuration.
 
     Raises:
         OSError: the schemas or the settings could not be compiled (the message says why).
@@ -311,6 +346,12 @@ def write_files(
     )
     session_config = state / "gnome" / "session-bus.conf"
     session_config.write_text(_SESSION_BUS_CONFIG)
+    xdg_config = state / "gnome" / "xdg"
+    xdg_config.mkdir(exist_ok=True)
+    width, height = screen_size
+    (xdg_config / "monitors.xml").write_text(
+        _MONITORS_XML.format(width=width, height=height, rate=REFRESH_HZ)
+    )
     database, settings = _user_settings(state / "gnome", home_template)
     return GnomeFiles(
         schemas=schemas,
@@ -319,6 +360,7 @@ def write_files(
         session_bus_config=session_config,
         user_database=database,
         user_settings=settings,
+        config=xdg_config,
     )
 
 

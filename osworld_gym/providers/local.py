@@ -155,7 +155,9 @@ class LocalProvider(Provider):
         self.config: LocalProviderConfig
         if self.config.reap_leftovers:
             remove_leftovers(self.config.work_dir)
-            remove_stale_groups()
+            # Not the groups of desktops other envs are starting (empty until their first
+            # process): a pool makes its envs' providers while earlier ones launch.
+            remove_stale_groups(processes.live_markers(_sweep_folders(self.config.work_dir)))
 
     def _launch_impl(self) -> LocalDesktop:
         return LocalDesktop(self.config)
@@ -339,6 +341,9 @@ class LocalDesktop(Desktop):
             root=self.files.root,
             xauthority=self.files.state_dir / "Xauthority",
             screen_size=config.screen_size,
+            # GNOME Shell composites each change on its next frame: at 240 frames a second a
+            # step's settle waits ~4 ms for it, not up to 17 (openbox does not composite).
+            refresh_hz=gnome_session.REFRESH_HZ if config.session == "gnome" else None,
         )
         self._gnome: gnome_session.GnomeFiles | None = None
         window_manager = tuple(config.window_manager)
@@ -350,6 +355,7 @@ class LocalDesktop(Desktop):
                 config.home_template,
                 state_inside=self.files.desktop_path(self.files.state_dir),
                 runtime_inside=self.files.desktop_path(self.files.runtime_dir),
+                screen_size=config.screen_size,
             )
             window_manager = ("gnome-shell", "--x11", f"--mode={gnome_session.SESSION_MODE}")
         self.session = Session(
@@ -973,6 +979,8 @@ class LocalDesktop(Desktop):
             "DBUS_SYSTEM_BUS_ADDRESS": f"unix:path={socket}",
         }
         if component == "wm":
+            # Its monitors.xml: the X server's fast mode (gnome_session.REFRESH_HZ).
+            env["XDG_CONFIG_DIRS"] = f"{self._inside(self._gnome.config, component)}:/etc/xdg"
             env["LIBGL_ALWAYS_SOFTWARE"] = "1"  # Mesa's llvmpipe: the X server has no GPU
             # No shader cache in HOME: the shell, kept over resets, would write it again into
             # each restored HOME, differently each time (the next episode could tell).

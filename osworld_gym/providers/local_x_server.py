@@ -31,6 +31,8 @@ class XServer:
             to the desktop; the folder's ownership record names the server).
         xauthority: The desktop's ``XAUTHORITY`` file.
         screen_size: (width, height) of the screen.
+        refresh_hz: Show the screen through a mode refreshed this often (a compositing window
+            manager paints at most that many frames a second); None: Xvfb's own mode.
 
     Attributes:
         display: ``":N"`` while a server runs, else empty.
@@ -44,8 +46,10 @@ class XServer:
         root: Path,
         xauthority: Path,
         screen_size: tuple[int, int],
+        refresh_hz: int | None = None,
     ) -> None:
         self._components = components
+        self._refresh_hz = refresh_hz
         self._root = root
         self.xauthority = xauthority
         self._screen_size = screen_size
@@ -77,6 +81,13 @@ class XServer:
         self._cookie.write_client_file(self.xauthority, self.display)
         identity.hand_over(self.xauthority)
         admit_launcher(self.display, self.xauthority)
+        if self._refresh_hz is not None:
+            conn = self.connect()
+            try:
+                if not x_state.set_refresh_rate(conn, self._refresh_hz):
+                    logger.info("%s: no RandR CRTC: the refresh rate stays", self.display)
+            finally:
+                conn.close()
 
     def _record(self, number: str) -> None:
         """Name the server's lock and socket in the folder's ownership record.

@@ -326,6 +326,26 @@ def _owned_by_us(folder: Path) -> bool:
     return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
 
 
+def live_markers(parents: Iterable[str | Path], *, prefix: str = FOLDER_PREFIX) -> set[str]:
+    """The markers recorded in the folders of ``parents`` whose owner may still run.
+
+    A desktop records its marker in its folders before it makes anything else named by it
+    (its cgroups): what no live folder names belongs to no starting or running desktop here.
+    """
+    markers = set()
+    for parent in parents:
+        try:
+            names = [name for name in os.listdir(parent) if name.startswith(prefix)]
+        except OSError:
+            continue
+        for name in names:
+            record = read_owner(Path(parent, name))
+            if record is not None and owner_alive(record) is not False:
+                if isinstance(record.get("marker"), str):
+                    markers.add(record["marker"])
+    return markers
+
+
 def remove_dead_folders(
     parent: str | Path | None = None, *, prefix: str = FOLDER_PREFIX
 ) -> list[Path]:

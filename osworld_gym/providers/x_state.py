@@ -196,6 +196,61 @@ def _crtcs_restore(conn: Any, fresh: XServerState, now: XServerState) -> None:
         conn.xrandr_set_crtc_config(crtc, timestamp, x, y, mode, rotation, list(outputs))
 
 
+def set_refresh_rate(conn: Any, hz: int) -> bool:
+    """Show the screen through a mode of its own size refreshed ``hz`` times a second.
+
+    Xvfb's own mode has no refresh rate, and a compositing window manager (GNOME Shell) then
+    paints at most 60 frames a second: a change waits up to 17 ms for the next frame. There is
+    no display to keep up with, so a faster mode only shortens that wait. The mode is part of
+    the server's fresh state (``crtcs``), restored after an episode changed it.
+
+    Returns:
+        False where the server has no RandR, or no CRTC to set.
+    """
+    if not conn.has_extension("RANDR"):
+        return False
+    from Xlib.ext import randr  # noqa: F401 - registers the RandR requests on the connection
+
+    root = conn.screen().root
+    width, height = _screen_size(root)
+    resources = root.xrandr_get_screen_resources()
+    crtcs = [
+        (crtc, info)
+        for crtc in resources.crtcs
+        if (info := conn.xrandr_get_crtc_info(crtc, resources.config_timestamp)).outputs
+    ]
+    if not crtcs:
+        return False
+    h_total, v_total = width + 80, height + 20  # some blanking, as a real mode has
+    name = f"{width}x{height}_{hz}"
+    mode = root.xrandr_create_mode(
+        {
+            "id": 0,
+            "width": width,
+            "height": height,
+            "dot_clock": h_total * v_total * hz,
+            "h_sync_start": width + 10,
+            "h_sync_end": width + 20,
+            "h_total": h_total,
+            "h_skew": 0,
+            "v_sync_start": height + 5,
+            "v_sync_end": height + 10,
+            "v_total": v_total,
+            "name_length": len(name),
+            "flags": 0,
+        },
+        name,
+    ).mode
+    crtc, info = crtcs[0]
+    for output in info.outputs:
+        conn.xrandr_add_output_mode(output, mode)
+    conn.xrandr_set_crtc_config(
+        crtc, resources.config_timestamp, info.x, info.y, mode, info.rotation, list(info.outputs)
+    )
+    conn.sync()
+    return True
+
+
 # The desktop's X server runs at 96 dpi (LocalDesktop._start_xvfb): RandR wants the size in
 # millimetres with a new screen size, rounded as Xvfb rounds it when it starts.
 _DPI = 96
