@@ -19,8 +19,9 @@ PACKAGES=(
   # OSWorld's applications, from Debian (Chromium runs as `google-chrome` through the desktop's
   # wrapper; VS Code is not in Debian) and GNOME's terminal and file manager, which tasks open.
   # Totem ("Videos") is the default video player, as on Ubuntu (multi_apps/937087b6 asks the
-  # agent to make VLC the default).
-  chromium gimp vlc totem thunderbird gnome-terminal nautilus
+  # agent to make VLC the default); Evince ("Document Viewer") opens PDFs, as on Ubuntu (five
+  # task files open one; without it GIMP would import it).
+  chromium gimp vlc totem evince thunderbird gnome-terminal nautilus
   # Command-line tools OSWorld's task files call in their setup steps and checks.
   socat jq bc xsel xclip tree git zip unzip curl wget sysstat expect file
   pulseaudio pulseaudio-utils desktop-file-utils libglib2.0-bin python3-tk

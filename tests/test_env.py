@@ -123,6 +123,10 @@ def test_settle_settings_are_checked_and_resolved_per_mode() -> None:
     )
     assert (config.quiet("events", reset=True), config.quiet("poll", reset=True)) == (0.1, 0.6)
     assert EnvConfig(settle_quiet=0.5).quiet("events") == 0.5
+    # After a setup that started an app (it may still draw in phases): longer.
+    assert config.quiet("events", reset=True, launched=True) == 0.75
+    assert config.quiet("events", launched=True) == 0.03  # a step's: unchanged
+    assert EnvConfig(reset_settle_quiet=0.2).quiet("events", reset=True, launched=True) == 0.2
     for bad in ({"settle_launch_timeout": 1.0}, {"settle_quiet": -1.0}, {"settle_timeout": 0}):
         with pytest.raises(ValueError, match="settle_"):
             EnvConfig(**bad)

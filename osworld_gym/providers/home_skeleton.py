@@ -56,7 +56,10 @@ _FACTORY_ITEM = (
 )
 
 # Plain text in the text editor, as on a desktop; office formats keep LibreOffice's defaults.
+# PDFs in Evince, as on Ubuntu (five OSWorld task files open one; GIMP, which otherwise claims
+# them first, would ask how to import it).
 _MIMEAPPS = """[Default Applications]
+application/pdf=org.gnome.Evince.desktop
 text/plain=org.xfce.mousepad.desktop
 text/x-python=org.xfce.mousepad.desktop
 text/markdown=org.xfce.mousepad.desktop

@@ -113,6 +113,8 @@ def read_settings(path: Path) -> dict[str, Any]:
         for key, default in DEFAULTS.items():
             if isinstance(stored.get(key), type(default)):
                 settings[key] = stored[key]
+    if not is_time_zone(settings["timezone"]):  # as systemd reads a dangling /etc/localtime
+        settings["timezone"] = DEFAULTS["timezone"]
     return settings
 
 

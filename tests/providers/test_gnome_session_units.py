@@ -87,6 +87,9 @@ def test_session_files_hold_the_extension_and_the_users_settings(tmp_path: Path)
         service.read_text()
     )
     assert (tmp_path / "gnome" / "timedate_service.py").is_file()
+    # GNOME Shell's monitor configuration names the X server's fast mode (1920x1080 here).
+    monitors = (files.config / "monitors.xml").read_text()
+    assert "<width>1920</width>" in monitors and "<rate>240.000</rate>" in monitors
     home = tmp_path / "home"
     gnome_session.write_home(home, files)
     assert (home / gnome_session.USER_DATABASE).read_bytes() == files.user_database.read_bytes()

@@ -103,6 +103,21 @@ def test_timedatectl_talks_to_the_desktops_own_timedated(desktop: LocalDesktop) 
     assert _zone_line(desktop).startswith(f"Time zone: {zone} ")
 
 
+def _current_mode(desktop: LocalDesktop) -> str:
+    return next(line for line in _sh(desktop, "xrandr").splitlines() if "*" in line).split()[0]
+
+
+def test_gnome_shell_paints_at_the_x_servers_fast_rate_and_resets_keep_it(
+    desktop: LocalDesktop,
+) -> None:
+    fast = f"1280x720_{gnome_session.REFRESH_HZ}"
+    assert _current_mode(desktop) == fast
+    _sh(desktop, "xrandr --output screen --mode 1280x720")  # Xvfb's own: 60 frames a second
+    assert _current_mode(desktop) == "1280x720"
+    desktop.reset()
+    assert _current_mode(desktop) == fast
+
+
 def _titles(desktop: LocalDesktop) -> str:
     return _sh(desktop, "wmctrl -l")
 

@@ -27,7 +27,7 @@ def test_settings_round_trip_and_malformed_files_read_as_the_defaults(tmp_path: 
     write_settings(path, {**DEFAULTS, "timezone": "Europe/Zurich"})
     assert read_settings(path)["timezone"] == "Europe/Zurich"
     assert [p.name for p in tmp_path.iterdir()] == ["timedate.json"]  # no partial file left
-    for broken in ("{", "[]", '{"timezone": 3, "ntp": "yes"}', "\x00"):
+    for broken in ("{", "[]", '{"timezone": 3, "ntp": "yes"}', "\x00", '{"timezone": "Foo"}'):
         path.write_text(broken)
         assert read_settings(path) == DEFAULTS
 
