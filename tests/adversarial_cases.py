@@ -1628,25 +1628,48 @@ GROUP_OF = {case: group.name for group in GROUPS for case in group.cases}
 # --- running -------------------------------------------------------------------------------------
 
 
+Box = tuple[int, int, int, int]  # left, top, right, bottom (exclusive)
+
+
 @dataclass
 class Baseline:
-    """A freshly launched desktop as :data:`CHECK_TASK` shows it: record and first observation."""
+    """A freshly launched desktop as :data:`CHECK_TASK` shows it: record and first observation.
+
+    ``masked``: boxes of the screen that differ between any two fresh desktops (GNOME's clock).
+    """
 
     record: dict[str, Any]
     screenshot: np.ndarray
+    masked: tuple[Box, ...] = ()
+
+
+def clock_box(env: Any) -> Box | None:
+    """Where GNOME's top bar shows the clock ("Dec 6 13:50", centred), on a GNOME desktop."""
+    config = env.unwrapped.provider.config
+    if getattr(config, "session", None) != "gnome":
+        return None
+    width = config.screen_size[0]
+    return (width // 2 - 90, 0, width // 2 + 90, 28)
 
 
 def fresh_baseline(agent: Agent) -> Baseline:
     """Start :data:`CHECK_TASK` and record the desktop (call on a freshly launched desktop)."""
     obs = agent.start(CHECK_TASK)
-    return Baseline(record(agent.client), np.array(obs["screenshot"]))
+    clock = clock_box(agent.env)
+    masked = () if clock is None else (clock,)
+    return Baseline(record(agent.client), np.array(obs["screenshot"]), masked)
 
 
-def observation_difference(fresh: np.ndarray, now: np.ndarray) -> str | None:
-    """How a first observation differs from the fresh desktop's (None: pixel for pixel equal)."""
+def observation_difference(
+    fresh: np.ndarray, now: np.ndarray, masked: tuple[Box, ...] = ()
+) -> str | None:
+    """How a first observation differs from the fresh desktop's (None: pixel for pixel equal,
+    but for the ``masked`` boxes)."""
     if fresh.shape != now.shape:
         return f"has shape {now.shape}, not {fresh.shape}"
     changed = np.any(fresh != now, axis=-1)
+    for left, top, right, bottom in masked:
+        changed[top:bottom, left:right] = False
     if not changed.any():
         return None
     ys, xs = np.nonzero(changed)
@@ -1717,7 +1740,7 @@ def _group_checks(result: GroupResult, baseline: Baseline, after: dict[str, Any]
         "; ".join(f"{k}: {v}" for k, v in diff.items())[:3000] or "equal",
     )
     assert result.first_observation is not None
-    differs = observation_difference(baseline.screenshot, result.first_observation)
+    differs = observation_difference(baseline.screenshot, result.first_observation, baseline.masked)
     result.observation = Finding(
         f"observation after {result.group}",
         "the first observation after the reset equals a fresh desktop's",
@@ -1740,7 +1763,7 @@ def run_group(agent: Agent, group: Group, ctx: Context, baseline: Baseline) -> G
     planted = _still_planted(agent, attack.outputs)
     first = np.array(obs["screenshot"])
     next_episode: dict[str, Any] = {
-        "observation_differs": observation_difference(baseline.screenshot, first)
+        "observation_differs": observation_difference(baseline.screenshot, first, baseline.masked)
     }
     if group.next_episode is not None:
         group.next_episode(agent, next_episode)
