@@ -155,8 +155,16 @@ _LAUNCH_FILES = {
     "/home/user": (".cache", ".cache/openbox", ".cache/openbox/openbox.log"),
     "/run/osworld-gym": ("guest/port",),
 }
-# Caches that fontconfig writes in HOME as the first apps start, a moment sooner or later.
-_FONT_CACHES = re.compile(r"^(\.fontconfig|\.cache/fontconfig)(/|$)")
+# Caches that fontconfig writes in HOME as the first apps start, a moment sooner or later; and
+# what a GNOME session's programs write as the session starts (GStreamer's plugin registry,
+# Mesa's shader cache index, Tracker's file index, Nautilus's tag database and folders, IBus's
+# folder), by programs the dock starts through D-Bus at the session's start and a reset stops:
+# a desktop's first episode has them, a kept session's later ones do not. They say which
+# episode of a desktop this is, nothing of what an earlier one did (HOME is restored under them).
+_TIMED_CACHES = re.compile(
+    r"^(\.fontconfig|\.cache/fontconfig|\.cache/gstreamer-1\.0|\.cache/mesa_shader_cache"
+    r"|\.cache/tracker3|\.config/ibus|\.config/nautilus|\.local/share/nautilus)(/|$)"
+)
 
 
 def record(client: Any, folders: tuple[str, ...] = WATCHED_FOLDERS) -> dict[str, Any]:
@@ -177,7 +185,7 @@ def _files(listings: dict[str, dict[str, list]]) -> dict[str, dict[str, list]]:
             for path, entry in entries.items()
             if not _FRAME_FILE.search(path)
             and path not in _LAUNCH_FILES.get(top, ())
-            and not (top == "/home/user" and _FONT_CACHES.match(path))
+            and not (top == "/home/user" and _TIMED_CACHES.match(path))
         }
         for top, entries in listings.items()
     }

@@ -25,6 +25,8 @@ import ipaddress
 import logging
 import os
 import secrets
+import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -811,10 +813,33 @@ class LocalDesktop(Desktop):
                 if any(inode != flag for inode in _mapped_dconf_flags(pid, seen_as))
             ]
             if not stale:
+                self._put_back_settings_file()
                 return
             if time.monotonic() >= deadline:
                 raise ProviderError(f"programs {stale} keep reading an old dconf change flag")
             time.sleep(0.01)  # a poll interval: each reader remaps on its own main loop
+
+    def _put_back_settings_file(self) -> None:
+        """The new desktop's settings file again, byte for byte, after dconf's service rewrote it.
+
+        The service writes the same keys in a layout of its own: a program of the next
+        episode could tell from the file's bytes that the last episode changed a setting. The
+        readers keep the service's file mapped until the next change (same values); the
+        service reads the file anew when it writes one.
+        """
+        assert self._gnome is not None
+        database = self.files.home / gnome_session.USER_DATABASE
+        partial = database.with_name(f".{database.name}.osworld-gym")
+        try:
+            before = database.stat()
+            shutil.copyfile(self._gnome.user_database, partial)
+            os.chown(partial, before.st_uid, before.st_gid)
+            os.chmod(partial, stat.S_IMODE(before.st_mode))
+            partial.replace(database)
+        except OSError as e:
+            raise ProviderError(f"the settings file could not be put back: {e}") from e
+        finally:
+            partial.unlink(missing_ok=True)
 
     def _shell_staleness(self, deadline: float) -> str | None:
         """What GNOME Shell says an episode left in it (its shell-state extension); None: fresh."""
