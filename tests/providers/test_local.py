@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import os
@@ -219,7 +220,12 @@ def test_failed_launch_reports_why_and_cleans_up() -> None:
 def test_make_provider_names() -> None:
     assert isinstance(make_provider(), LocalProvider)
     assert isinstance(make_provider("local"), LocalProvider)
-    config = LocalProviderConfig(screen_size=(800, 600))
+    config = LocalProviderConfig(screen_size=(800, 600), session="minimal")
     assert make_provider(config).config is config
+    # A config that leaves the session open gets a copy with it settled (no tasks: minimal).
+    open_session = LocalProviderConfig(screen_size=(800, 600))
+    settled = make_provider(open_session).config
+    assert settled == dataclasses.replace(open_session, session="minimal")
+    assert open_session.session is None
     with pytest.raises(ValueError, match="did you mean 'local'"):
         make_provider("locall")
