@@ -193,7 +193,7 @@ _MONITORS_XML = """<monitors version="2">
 
 # The time zone timedate1 reports at the start of every episode. OSWorld's VM's zone is not
 # published; os/b6781586 ("set my current time zone to UTC+0") says it is not UTC. Hong Kong
-# (the VM was made at HKU) has no daylight saving time: its offset is the same all year.
+# (OSWorld comes from HKU's XLANG Lab; a guess) has no daylight saving time: one offset all year.
 TIME_ZONE = "Asia/Hong_Kong"
 TIME_SETTINGS = "timedate.json"  # in the runtime folder: emptied, then written, at each reset
 _TIMEDATE_SERVICE = """[D-BUS Service]
