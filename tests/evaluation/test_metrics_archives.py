@@ -11,33 +11,14 @@ import pytest
 pytest.importorskip("pypdf")
 pytest.importorskip("lxml.html")
 
+from pdf_files import text_pdf_bytes  # noqa: E402
+
 from osworld_gym.evaluation.metrics import get_metric  # noqa: E402
 
 
 def pdf_bytes(text: str) -> bytes:
     """A one-page PDF showing ``text`` in Helvetica (no PDF writer needed)."""
-    stream = f"BT /F1 18 Tf 20 100 Td ({text}) Tj ET".encode()
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 400 144] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
+    return text_pdf_bytes([text])
 
 
 def write_pdf(path: Path, text: str) -> str:

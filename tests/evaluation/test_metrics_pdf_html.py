@@ -13,36 +13,14 @@ Image = pytest.importorskip("PIL.Image")
 ImageDraw = pytest.importorskip("PIL.ImageDraw")
 np = pytest.importorskip("numpy")
 
+from pdf_files import text_pdf_bytes  # noqa: E402
+
 from osworld_gym.evaluation.metrics import get_metric  # noqa: E402
 
 
 def text_pdf(path: Path, pages: int) -> str:
     """A PDF of ``pages`` pages, each showing one line of Helvetica text (no images)."""
-    kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(pages))
-    font = 3 + 2 * pages
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [%s] /Count %d >>"]
-    objects[1] = objects[1] % (kids.encode(), pages)
-    for i in range(pages):
-        stream = f"BT /F1 18 Tf 20 100 Td (Page {i + 1}) Tj ET".encode()
-        objects.append(
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 400 144] /Contents %d 0 R "
-            b"/Resources << /Font << /F1 %d 0 R >> >> >>" % (4 + 2 * i, font)
-        )
-        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
-    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    path.write_bytes(bytes(out))
+    path.write_bytes(text_pdf_bytes([f"Page {i + 1}" for i in range(pages)]))
     return str(path)
 
 
