@@ -35,6 +35,12 @@ class FakeProc:
         (self.dir / "stat").write_text(f"{os.getpid() + 1} ({self.name}) {' '.join(fields)}\n")
         (self.dir / "schedstat").write_text(f"{self.main_ns} 0 1\n")
 
+    def end(self) -> None:
+        """The process is gone: its folder too."""
+        for child in self.dir.iterdir():
+            child.unlink()
+        self.dir.rmdir()
+
     def run(self, ms: float = 0.0, ticks: int = 0) -> None:
         self.main_ns += int(ms * 1e6)
         self.ticks += ticks
@@ -142,9 +148,7 @@ def test_a_busy_process_that_ends_keeps_its_hold(proc_root: Path) -> None:
     watch.busy(10.0)
     work.run(ms=20)
     assert watch.busy(10.02).launched == ("python3",)
-    for child in work.dir.iterdir():
-        child.unlink()
-    work.dir.rmdir()
+    work.end()
     assert watch.busy(10.04).launched == ("python3",)
     assert not watch.busy(10.02 + settle.LAUNCH_HOLD + 0.01)
 
@@ -154,9 +158,7 @@ def test_a_process_that_ends_without_working_holds_nothing(proc_root: Path) -> N
     watch.mark(now=10.0)
     quick = FakeProc(proc_root, 106, "ls", new=True)
     assert watch.busy(10.0).launched == ("ls",)  # first sight
-    for child in quick.dir.iterdir():
-        child.unlink()
-    quick.dir.rmdir()
+    quick.end()
     assert not watch.busy(10.02)
 
 
@@ -170,8 +172,6 @@ def test_a_zombie_that_worked_keeps_its_hold_once(proc_root: Path) -> None:
     stat = work.dir / "stat"
     stat.write_text(stat.read_text().replace(") S ", ") Z "))
     assert watch.busy(10.04).launched == ("make",)
-    for child in work.dir.iterdir():
-        child.unlink()
-    work.dir.rmdir()
+    work.end()
     assert watch.busy(10.06).launched == ("make",)  # recorded once, not twice
     assert not watch.busy(10.02 + settle.LAUNCH_HOLD + 0.01)
