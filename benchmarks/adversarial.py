@@ -40,6 +40,7 @@ from adversarial_cases import (  # noqa: E402 - the cases live beside the tests
 
 from osworld_gym import load_tasks  # noqa: E402
 from osworld_gym.env import OSWorldEnv  # noqa: E402
+from osworld_gym.providers.session_choice import SESSIONS  # noqa: E402
 from osworld_gym.tasks import TaskSet  # noqa: E402
 
 SCREEN = (1280, 720)
@@ -60,12 +61,10 @@ def make_env(provider: str, image: str | None, session: str = "minimal") -> OSWo
 
         config = DockerProviderConfig(screen_size=SCREEN, **({"image": image} if image else {}))
         chosen: object = config
-    elif session != "minimal":
+    else:
         from osworld_gym.providers.local import LocalProviderConfig
 
         chosen = LocalProviderConfig(screen_size=SCREEN, session=session)
-    else:
-        chosen = "local"
     return OSWorldEnv(
         provider=chosen,
         tasks=battery_tasks(),
@@ -136,7 +135,7 @@ def main() -> int:
     parser.add_argument("--image", default=None, help="docker: the guest image (default: built)")
     parser.add_argument("--evidence", type=Path, default=None,
                         help="save the outputs and records in this folder")  # fmt: skip
-    parser.add_argument("--session", default="minimal", choices=["minimal", "gnome"],
+    parser.add_argument("--session", default="minimal", choices=SESSIONS,
                         help="local: the desktops' session")  # fmt: skip
     args = parser.parse_args()
     bad = 0
