@@ -34,17 +34,18 @@ Verdict = Literal["runnable", "online", "not runnable", "unknown"]
 _NOT_IN_DEBIAN = {"code": "VS Code is not packaged by Debian"}
 # Commands that are there on these providers' desktops but cannot work: they talk to a system
 # service the desktop does not run (its sandbox or container has no systemd). A task that needs
-# one would score 0 whatever the agent does: not runnable, with the reason. The local GNOME
-# session's own system bus answers for them (providers/timedate_service.py).
+# one would score 0 whatever the agent does: not runnable, with the reason. The GNOME
+# session's own system bus answers for them (providers/timedate_service.py), on local desktops
+# and in the guest image.
 _NO_SERVICE = {
     "timedatectl": "timedatectl needs systemd's timedated, which {provider} desktops do not run "
-    "(local desktops' GNOME session answers it: --session gnome)",
+    "(the GNOME session answers it: --session gnome)",
 }
 _WITHOUT_SYSTEMD = ("local", "docker")
 
 
 def _has_system_services(provider: str, session: str | None) -> bool:
-    return provider not in _WITHOUT_SYSTEMD or (provider == "local" and session == "gnome")
+    return provider not in _WITHOUT_SYSTEMD or session == "gnome"
 
 
 @dataclass(frozen=True)

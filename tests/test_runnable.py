@@ -340,7 +340,13 @@ def test_timedatectl_runs_only_where_a_system_bus_answers_for_timedated() -> Non
         return task_runnability(task, present, cache, provider, None, session)
 
     assert judge("local", "gnome").verdict == "runnable"
-    for provider, session in (("local", "minimal"), ("local", None), ("docker", None)):
+    assert judge("docker", "gnome").verdict == "runnable"  # the image's GNOME session
+    for provider, session in (
+        ("local", "minimal"),
+        ("local", None),
+        ("docker", None),
+        ("docker", "minimal"),
+    ):
         verdict = judge(provider, session)
         assert verdict.verdict == "not runnable" and "timedated" in (verdict.reason or "")
     assert judge("qemu", None).verdict == "runnable"  # OSWorld's VM runs systemd

@@ -30,6 +30,12 @@ write_default_home(Path("/home/user"))'
 # terminal by its own title ("LXTerminal"), as on the local provider's desktops.
 sed -i '/\\e\]0;/d' /home/user/.bashrc
 chown -R user:user /home/user
+# The GNOME session's files (OSWORLD_SESSION=gnome), root's: compiled schemas with Ubuntu's
+# defaults, the session mode, the buses' configurations, the user's settings of a new HOME.
+if [ -x /usr/bin/gnome-shell ]; then
+  /opt/osworld-gym/bin/python -m osworld_gym.providers.gnome_image install \
+    --home /home/user --runtime-dir "/run/user/$(id -u user)"
+fi
 # The pristine HOME that reset_mode="session" restores (root-owned: an episode cannot alter it).
 /usr/local/bin/osworld-gym-reset-session --snapshot-home
 # The bundled suites (their reference files) and the scripted solutions are answers, and the

@@ -284,7 +284,8 @@ def _plan(args: argparse.Namespace) -> _Plan:
         "action_space": agent.action_format,
         "observation_type": OBSERVATION_TYPE,
         "provider": args.provider,
-        # The desktop the scores come from (local: "gnome" or "minimal"; others: their image's).
+        # The desktop the scores come from (local, docker: "gnome" or "minimal"; others: their
+        # image's).
         "session": getattr(provider, "session", None),
         "image": image,
         "agent": agent.kind,
@@ -353,14 +354,14 @@ def remote_config(args: argparse.Namespace) -> RemoteProviderConfig | None:
 
 
 def add_session_option(parser: Any) -> None:
-    """``--session``: the local desktops' session (see docs/concepts/desktop.md)."""
+    """``--session``: the local or docker desktops' session (see docs/concepts/desktop.md)."""
     parser.add_argument(
         "--session",
         choices=SESSIONS,
         default=None,
-        help="local: the desktop's session: 'gnome' (GNOME Shell laid out as OSWorld's Ubuntu "
-        "VM) or 'minimal' (openbox, light); default: gnome for OSWorld's task files, minimal "
-        "for the bundled suites",
+        help="local, docker: the desktop's session: 'gnome' (GNOME Shell laid out as OSWorld's "
+        "Ubuntu VM) or 'minimal' (openbox, light); default: gnome for OSWorld's task files, "
+        "minimal for the bundled suites",
     )
 
 
@@ -374,11 +375,11 @@ def provider_from_args(
 ) -> tuple[Any, str]:
     """What the envs get as ``provider`` (a picklable name or config), and the image to record.
 
-    A local provider's session is settled here (``session``, else the one ``tasks`` need), so
-    the run records the desktop its scores come from.
+    A local or docker provider's session is settled here (``session``, else the one ``tasks``
+    need), so the run records the desktop its scores come from.
     """
-    if session is not None and (remote is not None or name != "local"):
-        raise ValueError(f"--session {session} is for the local provider, not {name}")
+    if session is not None and (remote is not None or name not in ("local", "docker")):
+        raise ValueError(f"--session {session} is for the local and docker providers, not {name}")
     if remote is not None:
         if image:
             raise ValueError("--image is for the docker provider, not remote")
@@ -396,9 +397,10 @@ def provider_from_args(
             from osworld_gym.providers.docker_provider import DockerProviderConfig
         except ImportError as e:
             raise ValueError(f"the docker provider is not available: {e}") from e
-        config = DockerProviderConfig(screen_size=screen)
+        chosen = session or session_for(tasks, in_image=True)
+        config = DockerProviderConfig(screen_size=screen, session=chosen)
         if image:
-            config = DockerProviderConfig(screen_size=screen, image=image)
+            config = DockerProviderConfig(screen_size=screen, image=image, session=chosen)
         return config, config.image
     if image:
         raise ValueError(f"--image is for the docker provider, not {name}")

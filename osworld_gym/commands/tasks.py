@@ -75,8 +75,8 @@ def add_parser(sub: Any) -> None:
         "--session",
         choices=SESSIONS,
         default=None,
-        help="report --provider local: the desktops' session (default: gnome for OSWorld's "
-        "task files, minimal for the bundled suites)",
+        help="report --provider local or docker: the desktops' session (default: gnome for "
+        "OSWorld's task files, minimal for the bundled suites)",
     )
     tasks.add_argument(
         "--gallery",
@@ -162,8 +162,8 @@ def _runnable_report(args: argparse.Namespace, tasks: TaskSet) -> int:
         guest = GuestClient(args.guest_url, token=args.token)
     probe = probe_for(args.provider, image=args.image, base_url=args.docker_url, guest=guest)
     session = None
-    if args.provider == "local":
-        session = args.session or session_for(tasks)
+    if args.provider in ("local", "docker"):
+        session = args.session or session_for(tasks, in_image=args.provider == "docker")
     report = runnable_report(tasks, probe, _cache(args), args.provider, session)
     if args.fidelity:
         return _fidelity_report(args, tasks, report, session)
@@ -197,8 +197,10 @@ def _fidelity_report(
     else:
         from osworld_gym.providers.docker_provider import DockerProviderConfig
 
-        provider = DockerProviderConfig(image=args.image, screen_size=args.screen_size)
-        desktop = f"docker desktops ({args.image})"
+        provider = DockerProviderConfig(
+            image=args.image, screen_size=args.screen_size, session=session
+        )
+        desktop = f"docker desktops ({args.image}), session {session!r}"
     run, skipped = runnable_tasks(runnable, tasks)
     results = []
     if run:

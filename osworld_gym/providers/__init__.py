@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from osworld_gym.providers.base import Desktop, Provider, ProviderConfig
 
@@ -17,8 +17,16 @@ if TYPE_CHECKING:
     from osworld_gym.tasks.model import Task
 
 PROVIDER_NAMES = ("local", "docker", "qemu", "remote")
+S = TypeVar("S")
 
-__all__ = ["Desktop", "Provider", "ProviderConfig", "PROVIDER_NAMES", "make_provider"]
+__all__ = [
+    "Desktop",
+    "Provider",
+    "ProviderConfig",
+    "PROVIDER_NAMES",
+    "make_provider",
+    "settle_session",
+]
 
 
 def make_provider(
@@ -34,8 +42,8 @@ def make_provider(
             :class:`~osworld_gym.providers.local.LocalProviderConfig`, or a ready provider.
         screen_size: Screen size for a provider given by name; a config or provider must
             already have this size.
-        tasks: The tasks its desktops will run: a local config that leaves its session open
-            (``session=None``) gets the one they need
+        tasks: The tasks its desktops will run: a local or docker config that leaves its
+            session open (``session=None``) gets the one they need
             (:func:`~osworld_gym.providers.session_choice.session_for`).
 
     Raises:
@@ -47,14 +55,11 @@ def make_provider(
         spec = LocalProviderConfig()
         if screen_size is not None:
             spec = LocalProviderConfig(screen_size=tuple(screen_size))  # type: ignore[arg-type]
-    if isinstance(spec, LocalProviderConfig) and spec.session is None:
-        from osworld_gym.providers.session_choice import session_for
-
-        spec = dataclasses.replace(spec, session=session_for(tasks, sandbox=spec.sandbox))
-    docker_provider = _make_docker_provider(spec, screen_size)
+    spec = settle_session(spec, tasks)
+    docker_provider = _make_docker_provider(spec, screen_size, tasks)
     if docker_provider is not None:
         return docker_provider
-    vm_provider = _make_vm_provider(spec, screen_size)
+    vm_provider = _make_vm_provider(spec, screen_size, tasks)
     if vm_provider is not None:
         return vm_provider
     provider = spec if isinstance(spec, Provider) else None
@@ -75,7 +80,9 @@ def make_provider(
 
 
 def _make_vm_provider(
-    spec: str | ProviderConfig | Provider | None, screen_size: tuple[int, int] | None
+    spec: str | ProviderConfig | Provider | None,
+    screen_size: tuple[int, int] | None,
+    tasks: Iterable[Task],
 ) -> Provider | None:
     """The ``qemu`` or ``remote`` provider for a name or config of theirs; None for others."""
     from osworld_gym.providers.qemu import QemuProvider, QemuProviderConfig
@@ -97,13 +104,40 @@ def _make_vm_provider(
         )
     if isinstance(spec, RemoteProviderConfig):
         return RemoteProvider(spec)
-    return QemuProvider(spec)
+    return QemuProvider(settle_session(spec, tasks))
+
+
+def settle_session(spec: S, tasks: Iterable[Task]) -> S:
+    """A config that leaves its session open, with the one ``tasks`` need.
+
+    Local and docker configs, and qemu configs of our image (``guest_env``). Anything else (a
+    name, a chosen session, OSWorld's own images, a ready provider) is returned as it is. See
+    :func:`~osworld_gym.providers.session_choice.session_for`.
+    """
+    from osworld_gym.providers.local import LocalProviderConfig
+    from osworld_gym.providers.session_choice import session_for
+
+    if isinstance(spec, LocalProviderConfig) and spec.session is None:
+        return dataclasses.replace(spec, session=session_for(tasks, sandbox=spec.sandbox))
+    try:
+        from osworld_gym.providers.docker_provider import DockerProviderConfig
+    except ImportError:  # without its optional dependencies there is no docker config either
+        return spec
+    if isinstance(spec, DockerProviderConfig) and spec.session is None and not spec.official:
+        return dataclasses.replace(spec, session=session_for(tasks, in_image=True))
+    from osworld_gym.providers.qemu_config import QemuProviderConfig
+
+    if isinstance(spec, QemuProviderConfig) and spec.session is None and spec.guest_env:
+        return dataclasses.replace(spec, session=session_for(tasks, in_image=True))
+    return spec
 
 
 def _make_docker_provider(
-    spec: str | ProviderConfig | Provider | None, screen_size: tuple[int, int] | None
+    spec: str | ProviderConfig | Provider | None,
+    screen_size: tuple[int, int] | None,
+    tasks: Iterable[Task],
 ) -> Provider | None:
-    """The ``docker`` provider for its name or config; None for others."""
+    """The ``docker`` provider for its name or config (its session settled); None for others."""
     from osworld_gym.providers.docker_provider import DockerProvider, DockerProviderConfig
 
     if spec == "docker":
@@ -117,4 +151,4 @@ def _make_docker_provider(
             f"the provider's screen size {spec.screen_size} differs from the "
             f"requested {tuple(screen_size)}; configure both the same"
         )
-    return DockerProvider(spec)
+    return DockerProvider(settle_session(spec, tasks))

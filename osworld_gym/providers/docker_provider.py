@@ -21,11 +21,14 @@ Two kinds of image run:
   the guest makes itself non-dumpable first. So neither ``docker inspect`` nor any file,
   environment, command line or memory the desktop's programs (``sudo`` included) can read
   holds it.
+  The desktop runs the session ``session`` names: GNOME Shell laid out as OSWorld's Ubuntu VM
+  (``"gnome"``, the default for OSWorld's task files) or openbox (``"minimal"``).
   ``reset_mode="session"`` resets in place instead (cheaper than a new container): a ``docker
   exec`` of ``osworld-gym-reset-session`` as root kills every process but Xvfb, openbox and
   the guest, restores ``/home/user`` from the snapshot the image took at build time, cleans
-  ``/tmp``, starts the session bus and AT-SPI again and reconfigures openbox; the guest keeps
-  its port and token. When that fails the container is recreated.
+  ``/tmp``, starts the session bus and AT-SPI again and reconfigures openbox (a GNOME session
+  is started again whole); the guest keeps its port and token. When that fails the container
+  is recreated.
 * OSWorld's official ``happysixd/osworld-docker`` (``official=True``): QEMU in a container
   booting ``Ubuntu.qcow2`` mounted read-only, with ``/dev/kvm`` when the host has it
   (``docs/design/osworld-protocol.md#official-docker-image``). It needs an engine with a bridge
@@ -77,6 +80,7 @@ from osworld_gym.providers.services import (
     port_environment,
     service_urls,
 )
+from osworld_gym.providers.session_choice import MINIMAL, SESSIONS
 from osworld_gym.providers.ssh_tunnel import SSHConfig, SSHConnection, SSHTunnel
 
 if TYPE_CHECKING:
@@ -162,6 +166,13 @@ class DockerProviderConfig(ProviderConfig):
             official image keeps its bridge.
         host_ports: Ports of this host's loopback that a ``"private"`` desktop may reach, at
             the same port on its own loopback (a page server for its browser in a test).
+        session: Our image's desktop session (``OSWORLD_SESSION``), as a local desktop's:
+            ``"gnome"``: GNOME Shell laid out as OSWorld's Ubuntu VM
+            (:mod:`osworld_gym.providers.gnome_image`); ``"minimal"``: openbox. None: the env
+            picks by its tasks (GNOME for OSWorld's task files,
+            :func:`~osworld_gym.providers.session_choice.session_for`); a container started
+            outside an env with None runs ``"minimal"``. The official image is OSWorld's own
+            GNOME desktop: None or ``"gnome"``.
     """
 
     image: str = "osworld-gym/desktop:latest"
@@ -185,8 +196,13 @@ class DockerProviderConfig(ProviderConfig):
     reset_mode: Literal["recreate", "session"] = "recreate"
     network: Literal["private", "host"] = "private"
     host_ports: tuple[int, ...] = ()
+    session: str | None = None
 
     def __post_init__(self) -> None:
+        if self.session is not None and self.session not in SESSIONS:
+            raise ValueError(f"session must be one of {SESSIONS}, not {self.session!r}")
+        if self.official and self.session == MINIMAL:
+            raise ValueError("the official image is OSWorld's GNOME desktop: no session='minimal'")
         if self.network not in NETWORKS:
             raise ValueError(f"network must be one of {NETWORKS}, not {self.network!r}")
         if any(not 0 < port < 65536 for port in self.host_ports):
@@ -365,6 +381,7 @@ def container_spec(
         "OSWORLD_GUEST_PORT": str(port),
         "OSWORLD_SCREEN": f"{width}x{height}",
         "OSWORLD_BOOT_TIMEOUT": str(int(config.boot_timeout)),
+        "OSWORLD_SESSION": config.session or MINIMAL,
         **port_environment(service_ports),
         **dict(config.extra_env),
     }

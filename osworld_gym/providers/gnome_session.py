@@ -202,6 +202,43 @@ Exec=/usr/bin/python3 -I {script} {settings}
 """
 
 
+def session_environment(*, schemas: str, data: str, system_bus: str) -> dict[str, str]:
+    """What every program of a GNOME session sees, as under Ubuntu's session (``ubuntu:GNOME``).
+
+    Args:
+        schemas: The compiled schemas folder (:attr:`GnomeFiles.schemas`), as the desktop sees it.
+        data: The session's data folder (:attr:`GnomeFiles.data`), as the desktop sees it.
+        system_bus: The system bus's socket, as the desktop sees it.
+    """
+    return {
+        "XDG_CURRENT_DESKTOP": "ubuntu:GNOME",
+        "XDG_SESSION_DESKTOP": "ubuntu",
+        "DESKTOP_SESSION": "ubuntu",
+        "XDG_SESSION_TYPE": "x11",
+        "GNOME_SHELL_SESSION_MODE": SESSION_MODE,
+        "GSETTINGS_SCHEMA_DIR": schemas,
+        "XDG_DATA_DIRS": f"{data}:/usr/local/share:/usr/share",
+        "DBUS_SYSTEM_BUS_ADDRESS": f"unix:path={system_bus}",
+    }
+
+
+def window_manager_environment(config: str) -> dict[str, str]:
+    """What GNOME Shell sees besides :func:`session_environment`.
+
+    Args:
+        config: The session's configuration folder (:attr:`GnomeFiles.config`), as the desktop
+            sees it.
+    """
+    return {
+        # Its monitors.xml: the X server's fast mode (REFRESH_HZ).
+        "XDG_CONFIG_DIRS": f"{config}:/etc/xdg",
+        "LIBGL_ALWAYS_SOFTWARE": "1",  # Mesa's llvmpipe: the X server has no GPU
+        # No shader cache in HOME: the shell, kept over resets, would write it again into each
+        # restored HOME, differently each time (the next episode could tell).
+        "MESA_SHADER_CACHE_DISABLE": "true",
+    }
+
+
 def write_time_settings(runtime_dir: Path) -> None:
     """The timedate1 service's settings of a new episode, in the desktop's runtime folder."""
     settings = {**timedate_service.DEFAULTS, "timezone": TIME_ZONE}
@@ -347,11 +384,7 @@ def write_files(
     session_config = state / "gnome" / "session-bus.conf"
     session_config.write_text(_SESSION_BUS_CONFIG)
     xdg_config = state / "gnome" / "xdg"
-    xdg_config.mkdir(exist_ok=True)
-    width, height = screen_size
-    (xdg_config / "monitors.xml").write_text(
-        _MONITORS_XML.format(width=width, height=height, rate=REFRESH_HZ)
-    )
+    write_monitors(xdg_config, screen_size)
     database, settings = _user_settings(state / "gnome", home_template)
     return GnomeFiles(
         schemas=schemas,
@@ -361,6 +394,15 @@ def write_files(
         user_database=database,
         user_settings=settings,
         config=xdg_config,
+    )
+
+
+def write_monitors(config: Path, screen_size: tuple[int, int]) -> None:
+    """GNOME Shell's monitor configuration (``config/monitors.xml``): the screen at REFRESH_HZ."""
+    config.mkdir(parents=True, exist_ok=True)
+    width, height = screen_size
+    (config / "monitors.xml").write_text(
+        _MONITORS_XML.format(width=width, height=height, rate=REFRESH_HZ)
     )
 
 

@@ -989,27 +989,19 @@ class LocalDesktop(Desktop):
         return env
 
     def _gnome_environment(self, component: str) -> dict[str, str]:
-        """What a GNOME session's programs see, as under Ubuntu's session (``ubuntu:GNOME``)."""
+        """What a GNOME session's programs see (:func:`gnome_session.session_environment`)."""
         assert self._gnome is not None
-        socket = self._inside(self.files.runtime_dir / "system_bus_socket", component)
-        env = {
-            "XDG_CURRENT_DESKTOP": "ubuntu:GNOME",
-            "XDG_SESSION_DESKTOP": "ubuntu",
-            "DESKTOP_SESSION": "ubuntu",
-            "XDG_SESSION_TYPE": "x11",
-            "GNOME_SHELL_SESSION_MODE": gnome_session.SESSION_MODE,
-            "GSETTINGS_SCHEMA_DIR": self._inside(self._gnome.schemas, component),
-            "XDG_DATA_DIRS": f"{self._inside(self._gnome.data, component)}:"
-            "/usr/local/share:/usr/share",
-            "DBUS_SYSTEM_BUS_ADDRESS": f"unix:path={socket}",
-        }
+        env = gnome_session.session_environment(
+            schemas=self._inside(self._gnome.schemas, component),
+            data=self._inside(self._gnome.data, component),
+            system_bus=self._inside(self.files.runtime_dir / "system_bus_socket", component),
+        )
         if component == "wm":
-            # Its monitors.xml: the X server's fast mode (gnome_session.REFRESH_HZ).
-            env["XDG_CONFIG_DIRS"] = f"{self._inside(self._gnome.config, component)}:/etc/xdg"
-            env["LIBGL_ALWAYS_SOFTWARE"] = "1"  # Mesa's llvmpipe: the X server has no GPU
-            # No shader cache in HOME: the shell, kept over resets, would write it again into
-            # each restored HOME, differently each time (the next episode could tell).
-            env["MESA_SHADER_CACHE_DISABLE"] = "true"
+            env.update(
+                gnome_session.window_manager_environment(
+                    self._inside(self._gnome.config, component)
+                )
+            )
         return env
 
     def _inside(self, path: Path, component: str) -> str:

@@ -53,6 +53,7 @@ from osworld_gym.providers.qemu_config import (
 )
 from osworld_gym.providers.qemu_qmp import QMPClient, QMPError
 from osworld_gym.providers.qemu_state import remove_leftovers, state_root, write_owner
+from osworld_gym.providers.session_choice import MINIMAL
 
 logger = logging.getLogger(__name__)
 
@@ -303,7 +304,11 @@ class QemuDesktop(Desktop):
         if self.files.guest_env is None:
             return
         width, height = self.config.screen_size
-        lines = [f"OSWORLD_SCREEN={width}x{height}", f"OSWORLD_GUEST_PORT={self.config.guest_port}"]
+        lines = [
+            f"OSWORLD_SCREEN={width}x{height}",
+            f"OSWORLD_GUEST_PORT={self.config.guest_port}",
+            f"OSWORLD_SESSION={self.config.session or MINIMAL}",
+        ]
         if self._token:
             lines.append(f"OSWORLD_GUEST_TOKEN={self._token}")
         fd = os.open(self.files.guest_env, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

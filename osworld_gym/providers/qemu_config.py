@@ -11,6 +11,7 @@ from typing import Any
 from osworld_gym.errors import ProviderError
 from osworld_gym.providers.base import ProviderConfig
 from osworld_gym.providers.qemu_command import ACCELERATORS, QEMU_BINARY
+from osworld_gym.providers.session_choice import SESSIONS
 
 DEFAULT_IMAGE_DIR = "/var/cache/osworld-gym/qemu"
 IMAGE_DIR_VARIABLE = "OSWORLD_GYM_QEMU_IMAGE_DIR"
@@ -44,6 +45,10 @@ class QemuProviderConfig(ProviderConfig):
             (``opt/osworld-gym/guest.env``), as our image expects.
         token: A fixed token the guest requires; with ``guest_env`` and no token a random one
             is made per desktop.
+        session: Our image's desktop session (``OSWORLD_SESSION`` through ``fw_cfg``, with
+            ``guest_env``), as a docker desktop's: ``"gnome"`` or ``"minimal"``. None: the env
+            picks by its tasks (GNOME for OSWorld's task files); a VM started outside an env
+            with None runs ``"minimal"``. OSWorld's Ubuntu is its own GNOME desktop.
         snapshot_name: Name of the ready-state VM snapshot.
         check_screen_size: Refuse a guest whose reported screen differs from ``screen_size``.
         work_dir: Parent of the VMs' private folders (overlay, monitor socket, logs); default
@@ -71,6 +76,7 @@ class QemuProviderConfig(ProviderConfig):
     vga: str = "none"
     guest_env: bool = True
     token: str | None = field(default=None, repr=False)
+    session: str | None = None
     snapshot_name: str = "osworld-gym-ready"
     check_screen_size: bool = True
     work_dir: str | None = None
@@ -83,6 +89,10 @@ class QemuProviderConfig(ProviderConfig):
             raise ValueError(f"accel must be one of {ACCELERATORS}, got {self.accel!r}")
         if self.initrd and not self.kernel:
             raise ValueError("initrd needs kernel")
+        if self.session is not None and self.session not in SESSIONS:
+            raise ValueError(f"session must be one of {SESSIONS}, not {self.session!r}")
+        if self.session is not None and not self.guest_env:
+            raise ValueError("session is handed to our image through guest_env (guest_env=True)")
         object.__setattr__(self, "extra_guest_ports", tuple(self.extra_guest_ports))
         object.__setattr__(self, "extra_args", tuple(self.extra_args))
 

@@ -221,9 +221,34 @@ def set_refresh_rate(conn: Any, hz: int) -> bool:
     ]
     if not crtcs:
         return False
-    h_total, v_total = width + 80, height + 20  # some blanking, as a real mode has
     name = f"{width}x{height}_{hz}"
-    mode = root.xrandr_create_mode(
+    # Made once per server: a session started again on it (an image's reset) finds it there.
+    mode = _mode_named(resources, name)
+    if mode is None:
+        mode = _create_mode(root, name, width, height, hz)
+    crtc, info = crtcs[0]
+    for output in info.outputs:
+        conn.xrandr_add_output_mode(output, mode)
+    conn.xrandr_set_crtc_config(
+        crtc, resources.config_timestamp, info.x, info.y, mode, info.rotation, list(info.outputs)
+    )
+    conn.sync()
+    return True
+
+
+def _mode_named(resources: Any, name: str) -> int | None:
+    """The ID of the server's mode called ``name`` (the names are one string, in mode order)."""
+    offset = 0
+    for mode in resources.modes:
+        if resources.mode_names[offset : offset + mode.name_length] == name:
+            return int(mode.id)
+        offset += mode.name_length
+    return None
+
+
+def _create_mode(root: Any, name: str, width: int, height: int, hz: int) -> int:
+    h_total, v_total = width + 80, height + 20  # some blanking, as a real mode has
+    return root.xrandr_create_mode(
         {
             "id": 0,
             "width": width,
@@ -241,14 +266,6 @@ def set_refresh_rate(conn: Any, hz: int) -> bool:
         },
         name,
     ).mode
-    crtc, info = crtcs[0]
-    for output in info.outputs:
-        conn.xrandr_add_output_mode(output, mode)
-    conn.xrandr_set_crtc_config(
-        crtc, resources.config_timestamp, info.x, info.y, mode, info.rotation, list(info.outputs)
-    )
-    conn.sync()
-    return True
 
 
 # The desktop's X server runs at 96 dpi (LocalDesktop._start_xvfb): RandR wants the size in

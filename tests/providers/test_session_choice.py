@@ -1,4 +1,4 @@
-"""Which session local desktops run when their config leaves it open (``session=None``)."""
+"""Which session desktops run when their config leaves it open (``session=None``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from osworld_gym.commands.run import provider_from_args
-from osworld_gym.providers import gnome_session, make_provider, session_choice
+from osworld_gym.providers import gnome_session, make_provider, session_choice, settle_session
 from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
 from osworld_gym.providers.session_choice import session_for, wants_gnome
 from osworld_gym.tasks import load_tasks
@@ -94,5 +94,40 @@ def test_the_cli_records_the_session_it_settled(
         "local", None, (640, 480), session="minimal", tasks=tasks
     )
     assert (config.session, described.endswith(", minimal")) == ("minimal", True)
-    with pytest.raises(ValueError, match="--session gnome is for the local provider"):
-        provider_from_args("docker", None, (640, 480), session="gnome")
+    with pytest.raises(ValueError, match="--session gnome is for the local and docker"):
+        provider_from_args("qemu", None, (640, 480), session="gnome")
+
+
+def test_docker_desktops_get_the_session_their_tasks_need_whatever_this_host_has(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from osworld_gym.providers.docker_provider import DockerProviderConfig
+
+    # GNOME is in the image: this host lacking it (or its sandbox) does not matter.
+    monkeypatch.setattr(gnome_session, "available", lambda: "missing gnome-shell")
+    tasks = load_tasks(_folder(tmp_path, OSWORLD_TASK))
+    assert session_for(tasks, in_image=True) == "gnome"
+    assert session_for(load_tasks("desktop-basics"), in_image=True) == "minimal"
+    config, image = provider_from_args("docker", None, (640, 480), tasks=tasks)
+    assert (config.session, image) == ("gnome", DockerProviderConfig().image)
+    config, _ = provider_from_args("docker", "mine:1", (640, 480), session="minimal", tasks=tasks)
+    assert (config.session, config.image) == ("minimal", "mine:1")
+    # What make_provider does to a docker config before it builds the provider.
+    assert settle_session(DockerProviderConfig(), tasks).session == "gnome"
+    assert settle_session(DockerProviderConfig(), load_tasks("desktop-basics")).session == "minimal"
+    assert settle_session(DockerProviderConfig(session="minimal"), tasks).session == "minimal"
+    official = DockerProviderConfig.for_official("/data/Ubuntu.qcow2")
+    assert settle_session(official, tasks).session is None  # OSWorld's own GNOME VM
+    assert settle_session("docker", tasks) == "docker"  # a name: settled once it is a config
+    # The qemu recipe's VM is the same image; OSWorld's Ubuntu.qcow2 is its own GNOME desktop.
+    from osworld_gym.providers.qemu_config import QemuProviderConfig
+
+    assert settle_session(QemuProviderConfig(), tasks).session == "gnome"
+    ubuntu = QemuProviderConfig.for_osworld_ubuntu("/data/Ubuntu.qcow2")
+    assert settle_session(ubuntu, tasks).session is None
+    with pytest.raises(ValueError, match="guest_env"):
+        QemuProviderConfig(guest_env=False, session="gnome")
+    with pytest.raises(ValueError, match="session must be one of"):
+        DockerProviderConfig(session="kde")
+    with pytest.raises(ValueError, match="OSWorld's GNOME desktop"):
+        DockerProviderConfig.for_official("/data/Ubuntu.qcow2", session="minimal")

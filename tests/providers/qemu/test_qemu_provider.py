@@ -172,7 +172,9 @@ def test_monitor_snapshot_and_close(
     assert pid is not None and processes.is_alive(pid)
     assert "osworld-gym-ready" in desktop.qmp.human_command("info snapshots")
     assert desktop.snapshot_seconds > 0
-    assert (desktop.folder / "guest.env").read_text().count("OSWORLD_GUEST_TOKEN=") == 1
+    guest_env = (desktop.folder / "guest.env").read_text()
+    assert guest_env.count("OSWORLD_GUEST_TOKEN=") == 1
+    assert "OSWORLD_SESSION=minimal\n" in guest_env  # a session left open, outside an env
     assert oct((desktop.folder / "guest.env").stat().st_mode & 0o777) == "0o600"
     desktop.check()
     folder = desktop.folder

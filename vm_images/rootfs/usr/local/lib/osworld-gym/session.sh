@@ -1,6 +1,11 @@
 # The desktop session above the X server, shared by the entrypoint (osworld-gym-desktop) and the
 # in-place reset (osworld-gym-reset-session): sourced by bash, run as user `user`, with DISPLAY,
-# XDG_RUNTIME_DIR, `deadline` (in bash SECONDS) and `boot_timeout` set by the caller.
+# XDG_RUNTIME_DIR, `deadline` (in bash SECONDS) and `boot_timeout` set by the caller, and
+# OSWORLD_SESSION: "minimal" (openbox) or "gnome" (GNOME Shell laid out as OSWorld's Ubuntu VM,
+# whose environment, GNOME_ENV, the caller exported; see osworld_gym.providers.gnome_image).
+
+GNOME_FILES=/usr/share/osworld-gym/gnome
+GNOME_ENV="${GNOME_FILES}/session.env"
 
 wait_for() {  # wait_for DESCRIPTION COMMAND...: poll until COMMAND succeeds or the boot deadline
   local what="$1"
@@ -14,17 +19,44 @@ wait_for() {  # wait_for DESCRIPTION COMMAND...: poll until COMMAND succeeds or 
   done
 }
 
-start_session() {  # a session bus with the AT-SPI launcher, then openbox
-  start_session_bus
-  start_window_manager
+start_session() {  # the buses, then the window manager (and GNOME's settings daemons)
+  if [ "${OSWORLD_SESSION:-minimal}" = gnome ]; then
+    start_gnome_session
+  else
+    start_session_bus
+    start_window_manager
+  fi
 }
 
-start_session_bus() {  # a session bus with the AT-SPI launcher
+start_gnome_session() {
+  # HOME's GNOME files on the restored HOME, a new episode's time settings, the X server's
+  # fast mode (which GNOME Shell's monitors.xml names).
+  python -m osworld_gym.providers.gnome_image prepare
+  # A system bus of the desktop's own (GNOME Shell and timedatectl want one; no systemd here).
+  rm -f /run/dbus/system_bus_socket
+  (dbus-daemon --config-file="${GNOME_FILES}/system-bus.conf" --nofork --nopidfile &)
+  wait_for "system bus" test -S /run/dbus/system_bus_socket
+  start_session_bus --config-file="${GNOME_FILES}/session-bus.conf"
+  local shell_env=()
+  mapfile -t shell_env <"${GNOME_FILES}/shell.env"
+  # --replace: at an in-place reset the X server may not yet have released the killed shell's
+  # selection.
+  (env "${shell_env[@]}" gnome-shell --x11 --replace --mode=osworld &)
+  python -m osworld_gym.providers.gnome_image wait-ready --timeout $((deadline - SECONDS)) ||
+    exit 1
+  # GNOME's settings daemons: the apps' theme and fonts (XSETTINGS), the media keys
+  # (ctrl+alt+t among them).
+  (/usr/libexec/gsd-xsettings &)
+  (/usr/libexec/gsd-media-keys &)
+}
+
+start_session_bus() {  # a session bus with the AT-SPI launcher; $1: its configuration
   # Each daemon is started from a subshell that exits at once, so init adopts it and reaps it
   # when a session reset kills it (the guest, which the entrypoint becomes, would not).
   # A fixed bus address: a guest that outlives a session reset keeps a valid one.
+  local config="${1:---session}"
   rm -f "${XDG_RUNTIME_DIR}/bus"
-  (dbus-daemon --session --nofork --nopidfile --address="unix:path=${XDG_RUNTIME_DIR}/bus" &)
+  (dbus-daemon "${config}" --nofork --nopidfile --address="unix:path=${XDG_RUNTIME_DIR}/bus" &)
   export DBUS_SESSION_BUS_ADDRESS="unix:path=${XDG_RUNTIME_DIR}/bus"
   wait_for "session bus" test -S "${XDG_RUNTIME_DIR}/bus"
   if [ -x /usr/libexec/at-spi-bus-launcher ]; then
