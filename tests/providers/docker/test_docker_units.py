@@ -45,6 +45,7 @@ def test_our_image_runs_in_a_network_of_its_own_with_limits_and_token() -> None:
         "OSWORLD_GUEST_PORT": "24001",
         "OSWORLD_SCREEN": "1280x720",
         "OSWORLD_BOOT_TIMEOUT": "60",
+        "OSWORLD_SESSION": "minimal",  # a session left open, outside an env
         "OSWORLD_GUEST_TOKEN_FILE": TOKEN_FILE,
     }
     assert "s3cret" not in repr(spec)
@@ -55,6 +56,10 @@ def test_our_image_runs_in_a_network_of_its_own_with_limits_and_token() -> None:
     )
     assert "nano_cpus" not in unlimited and "mem_limit" not in unlimited
     assert "OSWORLD_GUEST_TOKEN_FILE" not in unlimited["environment"]
+    gnome = container_spec(
+        DockerProviderConfig(session="gnome"), name="c2", port=1, token=None, labels={}
+    )
+    assert gnome["environment"]["OSWORLD_SESSION"] == "gnome"
 
 
 def test_host_network_when_asked_or_for_remote_engines() -> None:
