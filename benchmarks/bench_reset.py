@@ -107,7 +107,10 @@ def bench_osworld_semantics(
     screen: tuple[int, int], resets: int, image: str
 ) -> tuple[list[float], float]:
     """OSWorld's revert on our image; also returns the mean container stop+remove+run cost."""
-    provider = DockerProvider(DockerProviderConfig(image=image, screen_size=screen))
+    # The host's network, so that its guest port answers on this host's loopback as a
+    # published port does (a private network is reached only through the provider's relay).
+    config = DockerProviderConfig(image=image, screen_size=screen, network="host")
+    provider = DockerProvider(config)
     client = provider.client
     times, overheads = [], []
     with reserve_port() as reservation:

@@ -2,19 +2,63 @@
 
 Where the folder is comes from ``osworld_data`` (beside the checkout, as in the developers' and
 CI's checkouts). Tests that run real tasks skip, saying why, where it is absent.
+
+They run on local desktops, or in the docker provider's containers with
+``OSWORLD_TASKS_DESKTOP=docker`` (the image ``osworld-gym/desktop:latest``, which
+scripts/run_tests.sh builds when it runs as root): the README's test command runs the
+``osworld_tasks`` stage on both.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import os
 from typing import Any
 
 from osworld_data import require_osworld_tasks
 
 from osworld_gym.env import OSWorldEnv
+from osworld_gym.providers.base import ProviderConfig
 
 SCREEN = (1280, 720)
+DESKTOP_VARIABLE = "OSWORLD_TASKS_DESKTOP"
+DESKTOPS = ("local", "docker")
+
+
+def desktop_kind() -> str:
+    """Where the real tasks run: ``local`` (the default) or ``docker``."""
+    kind = os.environ.get(DESKTOP_VARIABLE) or "local"
+    if kind not in DESKTOPS:
+        raise ValueError(f"${DESKTOP_VARIABLE} must be one of {DESKTOPS}, not {kind!r}")
+    return kind
+
+
+def real_provider(
+    *,
+    host_ports: tuple[int, ...] = (),
+    session: str | None = None,
+    screen_size: tuple[int, int] = SCREEN,
+) -> ProviderConfig:
+    """The desktops the real tasks run on (:func:`desktop_kind`).
+
+    Args:
+        host_ports: Ports of this host's loopback the desktop may reach (a page server).
+        session: The desktop's session; None: the env's choice for its tasks.
+        screen_size: The screen (default :data:`SCREEN`).
+    """
+    settings: dict[str, Any] = {
+        "screen_size": screen_size,
+        "host_ports": host_ports,
+        "session": session,
+    }
+    if desktop_kind() == "docker":
+        from osworld_gym.providers.docker_provider import DockerProviderConfig
+
+        return DockerProviderConfig(**settings)
+    from osworld_gym.providers.local import LocalProviderConfig
+
+    return LocalProviderConfig(**settings)
 
 
 def real_task(domain: str, task_id: str) -> dict[str, Any]:
@@ -53,4 +97,5 @@ def real_env(tasks: list[dict[str, Any]], **kwargs: Any) -> OSWorldEnv:
         "offline": True,
     }
     options.update(kwargs)
+    options.setdefault("provider", real_provider())
     return OSWorldEnv(**options)

@@ -17,11 +17,10 @@ from typing import Any
 import pytest
 from desktop_helpers import run_episode
 from http_helpers import loopback_server, port_of
-from real_tasks import SCREEN, real_env, real_task, task_id, with_urls
+from real_tasks import real_env, real_provider, real_task, task_id, with_urls
 
 from osworld_gym.actions import Click, Done, Hotkey, Wait
 from osworld_gym.env import OSWorldEnv
-from osworld_gym.providers.local import LocalProviderConfig
 
 pytest.importorskip("playwright.sync_api")
 pytestmark = [pytest.mark.desktop, pytest.mark.apps, pytest.mark.osworld_tasks]
@@ -68,7 +67,7 @@ def env(
     tasks = [with_urls(real_task("chrome", t), sites) for t in ids]
     cache = tmp_path_factory.mktemp("cache")
     # The desktop's own network reaches the page server's port and nothing else of the host.
-    provider = LocalProviderConfig(screen_size=SCREEN, host_ports=(port_of(site),))
+    provider = real_provider(host_ports=(port_of(site),))
     with real_env(tasks, cache_dir=str(cache), provider=provider) as environment:
         yield environment
 

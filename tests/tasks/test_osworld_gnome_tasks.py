@@ -1,6 +1,7 @@
-"""OSWorld's task files that need GNOME's desktop, on a ``session="gnome"`` local desktop.
+"""OSWorld's task files that need GNOME's desktop, on a ``session="gnome"`` desktop.
 
-Solved through the desktop as an agent would: the dock's context menu, not ``gsettings``.
+Local desktops, or the guest image's containers (``OSWORLD_TASKS_DESKTOP=docker``). Solved
+through the desktop as an agent would: the dock's context menu, not ``gsettings``.
 """
 
 from __future__ import annotations
@@ -11,18 +12,17 @@ import gymnasium as gym
 import pytest
 from desktop_helpers import run_episode
 from osworld_data import require_osworld_tasks
-from real_tasks import SCREEN, real_env, real_task, task_id
+from real_tasks import SCREEN, desktop_kind, real_env, real_provider, real_task, task_id
 
 from osworld_gym.actions import Click, Done, Hotkey, Move, RightClick, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
 from osworld_gym.providers import gnome_session
-from osworld_gym.providers.local import LocalProviderConfig
 
 pytestmark = [
     pytest.mark.desktop,
     pytest.mark.osworld_tasks,
     pytest.mark.skipif(
-        gnome_session.available() is not None,
+        desktop_kind() == "local" and gnome_session.available() is not None,
         reason=f"no GNOME session here: {gnome_session.available()}",
     ),
 ]
@@ -31,6 +31,13 @@ pytestmark = [
 # middle of the screen and launches no app.
 SET_UTC = "b6781586"
 REMOVE_FAVORITE = "ec4e3f68"  # setup pins thunderbird, vim, google-chrome; unpin vim
+# os: make 132x43 the terminal's size for good; checked by `stty size` in a new terminal, which
+# GNOME opens at its profile's size (openbox maximized it: 57x211 whatever the profile said).
+TERMINAL_SIZE = "13584542"
+TERMINAL_PROFILE = (  # GNOME Terminal's default profile, as on any new HOME
+    "org.gnome.Terminal.Legacy.Profile:"
+    "/org/gnome/terminal/legacy/profiles:/:b1dcc9dd-5262-4d8d-a863-c897e6d979b9/"
+)
 # The dock (1280x720): vim's icon first, as the dock lays out that setup's favorites; its
 # context menu opens to the right, "Unpin" its second item.
 VIM_ICON = (35, 65)
@@ -40,7 +47,7 @@ UNPIN = (116, 107)
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[OSWorldEnv]:
-    provider = LocalProviderConfig(screen_size=SCREEN, session="gnome")
+    provider = real_provider(session="gnome")
     cache = tmp_path_factory.mktemp("cache")
     with real_env(
         [real_task("os", REMOVE_FAVORITE), real_task("os", SET_UTC)],
@@ -77,6 +84,7 @@ def test_osworld_task_files_run_on_the_gnome_desktop_by_default(
     with gym.make(
         "OSWorld-v0",
         tasks=str(folder),
+        provider=real_provider(),  # its session left open: the env picks
         screen_size=SCREEN,
         action_format="structured",
         offline=True,
@@ -94,6 +102,7 @@ def test_osworld_task_files_run_on_the_gnome_desktop_by_default(
         client = env._desktop.client
         theme = client.execute(["gsettings", "get", "org.gnome.desktop.interface", "gtk-theme"])
         assert theme.output == "'Yaru'\n"
+        assert "240.00*" in client.execute(["xrandr"]).output  # the X server's fast mode
         env.reset(options={"task_id": task_id(env, CHROME)})
         titles = client.execute(["wmctrl", "-l"]).output
         assert "Google Chrome" in titles and "Chromium" not in titles, titles
@@ -106,6 +115,38 @@ def test_set_the_time_zone_with_timedatectl_in_a_terminal(env: OSWorldEnv) -> No
     env.step(Hotkey(keys=["ctrl", "alt", "t"]))
     env.step(Wait(seconds=1.0))
     env.step(TypeText(text="timedatectl set-timezone Etc/UTC\n"))
+    env.step(Wait(seconds=0.5))
+    _, reward, terminated, _, info = env.step(Done())
+    assert terminated and info["infra_error"] is None
+    assert reward == 1.0
+
+
+def test_make_132x43_the_terminals_size_in_its_profile(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # At OSWorld's 1920x1080: a 43-row terminal is taller than a 720-line screen's work area.
+    screen = (1920, 1080)
+    with real_env(
+        [real_task("os", TERMINAL_SIZE)],
+        provider=real_provider(session="gnome", screen_size=screen),
+        screen_size=screen,
+        cache_dir=str(tmp_path_factory.mktemp("cache")),
+    ) as env:
+        _make_132x43_the_terminals_size(env)
+
+
+def _make_132x43_the_terminals_size(env: OSWorldEnv) -> None:
+    task = task_id(env, TERMINAL_SIZE)
+    assert run_episode(env, task, [Done()]) == 0.0  # GNOME Terminal opens at 80x24
+    env.reset(options={"task_id": task})
+    env.step(Hotkey(keys=["ctrl", "alt", "t"]))
+    env.step(Wait(seconds=1.0))
+    env.step(
+        TypeText(
+            text=f"gsettings set {TERMINAL_PROFILE} default-size-columns 132 && "
+            f"gsettings set {TERMINAL_PROFILE} default-size-rows 43 && exit\n"
+        )
+    )
     env.step(Wait(seconds=0.5))
     _, reward, terminated, _, info = env.step(Done())
     assert terminated and info["infra_error"] is None

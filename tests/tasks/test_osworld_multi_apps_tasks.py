@@ -19,11 +19,10 @@ import pytest
 from desktop_helpers import run_episode
 from http_helpers import loopback_server, port_of
 from PIL import Image
-from real_tasks import SCREEN, real_env, real_task, shell, with_urls
+from real_tasks import real_env, real_provider, real_task, shell, with_urls
 
 from osworld_gym.actions import Done, Fail, Hotkey, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
-from osworld_gym.providers.local import LocalProviderConfig
 
 pytestmark = [pytest.mark.desktop, pytest.mark.apps, pytest.mark.osworld_tasks]
 
@@ -78,7 +77,7 @@ def env(
     ]
     cache = tmp_path_factory.mktemp("cache")
     # The desktop's own network reaches the file server's port and nothing else of the host.
-    provider = LocalProviderConfig(screen_size=SCREEN, host_ports=(port_of(site),))
+    provider = real_provider(host_ports=(port_of(site),))
     with real_env(tasks, cache_dir=str(cache), provider=provider) as environment:
         yield environment
 
