@@ -53,7 +53,8 @@ def test_an_in_place_reset_starts_a_new_gnome_session(gnome_desktop: DockerDeskt
     shell(
         "gsettings set org.gnome.desktop.interface gtk-theme Adwaita; "
         "gsettings set org.gnome.shell favorite-apps \"['vim.desktop']\"; "
-        "timedatectl set-timezone Etc/UTC; echo planted >> ~/.config/dconf/user"
+        "timedatectl set-timezone Etc/UTC; echo planted >> ~/.config/dconf/user; "
+        "echo planted > /run/dbus/planted"  # the system bus's folder is the user's
     )
     client.launch(["gnome-terminal"])
     wait_until(lambda: "Terminal" in shell("wmctrl -l"), interval=0.1, message="a terminal window")
@@ -68,6 +69,7 @@ def test_an_in_place_reset_starts_a_new_gnome_session(gnome_desktop: DockerDeskt
     assert "'google-chrome.desktop'" in shell("gsettings get org.gnome.shell favorite-apps")
     assert shell("timedatectl show -p Timezone --value") == fresh["zone"]
     assert "planted" not in shell("cat ~/.config/dconf/user")
+    assert shell("ls /run/dbus") == "system_bus_socket\n"
     assert "Terminal" not in shell("wmctrl -l")
     assert "240.00*" in shell("xrandr")
     frame = client.screenshot().to_array()
