@@ -22,7 +22,12 @@ from typing import Any
 import numpy as np
 
 from osworld_gym.actions import Action, Done, Wait, parse_action
-from osworld_gym.commands.oracles import DESKTOP_BASICS, DESKTOP_BASICS_SCREEN
+from osworld_gym.commands.oracles import (
+    DESKTOP_BASICS,
+    DESKTOP_BASICS_GNOME,
+    DESKTOP_BASICS_SCREEN,
+    shows_gnome,
+)
 from osworld_gym.commands.oracles.conditions import WaitFor, poll_seconds
 from osworld_gym.pool.policy import PolicyOutput, PolicyRequest
 from osworld_gym.tasks import Task
@@ -41,6 +46,7 @@ class _Cursor:
 
     task_id: str
     rollout: int
+    script: list[ScriptItem]  # the task's script for the desktop the episode runs on
     index: int = 0  # the next script item
     before: np.ndarray | None = None  # the screenshot the last actions were sent on
     polls: int = 0  # polls spent on the current condition
@@ -65,6 +71,8 @@ class OracleAgent:
 
     def __init__(self, tasks: Iterable[Task]) -> None:
         self._scripts: dict[str, list[ScriptItem]] = {}
+        # desktop-basics tasks whose GNOME session's script differs (windows lie elsewhere).
+        self._gnome_scripts: dict[str, list[ScriptItem]] = {}
         self._texts: dict[str, list[str]] = {}
         self._cursors: dict[int, _Cursor] = {}
         screens: set[tuple[int, int]] = set()
@@ -72,6 +80,9 @@ class OracleAgent:
         for task in tasks:
             if task.id in DESKTOP_BASICS:
                 self._scripts[task.id] = [_as_item(step) for step in DESKTOP_BASICS[task.id]]
+                gnome = DESKTOP_BASICS_GNOME[task.id]
+                if gnome != DESKTOP_BASICS[task.id]:
+                    self._gnome_scripts[task.id] = [_as_item(step) for step in gnome]
                 screens.add(DESKTOP_BASICS_SCREEN)
             elif "ui_basics" in task.raw:
                 self._add_ui_basics(task)
@@ -116,10 +127,12 @@ class OracleAgent:
         Raises:
             KeyError: ``task_id`` has no script here.
         """
-        script = self._scripts[task_id]
         cursor = self._cursors.get(env_id)
         if step == 0 or cursor is None or (cursor.task_id, cursor.rollout) != (task_id, rollout):
-            cursor = self._cursors[env_id] = _Cursor(task_id, rollout)
+            cursor = self._cursors[env_id] = _Cursor(
+                task_id, rollout, self._script_for(task_id, screenshot)
+            )
+        script = cursor.script
         while cursor.index < len(script):
             item = script[cursor.index]
             if not isinstance(item, WaitFor):
@@ -142,6 +155,17 @@ class OracleAgent:
             cursor.waited += seconds
             return [Wait(seconds=seconds)], None, self._extra(cursor)
         return [Done()], None, self._extra(cursor)
+
+    def _script_for(self, task_id: str, first_screen: np.ndarray) -> list[ScriptItem]:
+        """The task's script for the session its first screen shows (see ``shows_gnome``).
+
+        Raises:
+            KeyError: ``task_id`` has no script here.
+        """
+        script = self._scripts[task_id]
+        if task_id in self._gnome_scripts and shows_gnome(first_screen):
+            return self._gnome_scripts[task_id]
+        return script
 
     @staticmethod
     def _condition_done(cursor: _Cursor, item: WaitFor, *, met: bool) -> None:

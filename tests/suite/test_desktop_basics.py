@@ -20,8 +20,11 @@ from oracles_system import ORACLES as SYSTEM_ORACLES
 from osworld_gym import load_tasks
 from osworld_gym.actions import Done, Fail
 from osworld_gym.commands.oracle_agent import play
+from osworld_gym.commands.oracles import shows_gnome
 from osworld_gym.commands.oracles.conditions import WaitFor
 from osworld_gym.env import OSWorldEnv
+from osworld_gym.providers import gnome_session
+from osworld_gym.providers.local import LocalProviderConfig
 
 pytestmark = [pytest.mark.desktop, pytest.mark.apps]
 SUITE = "desktop-basics"
@@ -62,6 +65,44 @@ def test_oracle_scores_one(env: OSWorldEnv, task_id: str) -> None:
     reward, info = play(env, task_id)
     assert info["infra_error"] is None and info["parse_error"] is None, info
     assert reward == 1.0
+
+
+# On the GNOME session the office and text-editor scripts click and watch elsewhere: one task
+# of each kind in the default suite (about 30 s), every task with -m slow.
+GNOME_SAMPLE = (
+    "calc-rename-sheet",
+    "writer-replace-colour",
+    "impress-duplicate-slide",
+    "editor-replace-word",
+)
+
+
+@pytest.fixture(scope="module")
+def gnome_env() -> collections.abc.Iterator[OSWorldEnv]:
+    if gnome_session.available() is not None:
+        pytest.skip(f"no GNOME session here: {gnome_session.available()}")
+    provider = LocalProviderConfig(screen_size=(1280, 720), session="gnome")
+    with OSWorldEnv(
+        tasks=SUITE,
+        provider=provider,
+        action_format="structured",
+        screen_size=(1280, 720),
+        max_steps=30,
+        offline=True,
+        render_mode="rgb_array",
+    ) as e:
+        yield e
+
+
+@pytest.mark.parametrize(
+    "task_id",
+    [pytest.param(t, marks=() if t in GNOME_SAMPLE else pytest.mark.slow) for t in TASKS.ids],
+)
+def test_oracle_scores_one_on_the_gnome_session(gnome_env: OSWorldEnv, task_id: str) -> None:
+    reward, info = play(gnome_env, task_id)
+    assert info["infra_error"] is None and info["parse_error"] is None, info
+    assert reward == 1.0
+    assert shows_gnome(gnome_env.unwrapped.render())  # the script for GNOME's layout ran
 
 
 @pytest.mark.parametrize("task_id", TASKS.ids)

@@ -12,22 +12,21 @@ import numpy as np
 import pytest
 
 from osworld_gym import load_tasks
-from osworld_gym.actions import Done, Hotkey, Press, TypeText, Wait
+from osworld_gym.actions import Click, Done, Hotkey, Press, TypeText, Wait
 from osworld_gym.commands.oracle_agent import OracleAgent, screenshot_of
-from osworld_gym.commands.oracles import DESKTOP_BASICS, DESKTOP_BASICS_SCREEN
+from osworld_gym.commands.oracles import (
+    DESKTOP_BASICS,
+    DESKTOP_BASICS_GNOME,
+    DESKTOP_BASICS_SCREEN,
+    shows_gnome,
+)
 from osworld_gym.commands.oracles.conditions import (
     DRAWN_COLOURS,
     POLL_SECONDS,
     WaitFor,
     distinct_colours,
 )
-from osworld_gym.commands.oracles.desktop_basics_office import (
-    KEEP_FORMAT_TEXT,
-    RENAME_SHEET_DIALOG,
-    SEARCH_FIELD,
-    SEARCH_FIRST_RESULT,
-    goto,
-)
+from osworld_gym.commands.oracles.desktop_basics_office import GNOME, OPENBOX, goto
 
 WIDTH, HEIGHT = DESKTOP_BASICS_SCREEN
 TASKS = load_tasks("desktop-basics")
@@ -107,8 +106,34 @@ def test_every_save_waits_for_the_keep_format_question() -> None:
         assert saves, task_id
         for i in saves:
             waits = script[i + 1]
-            assert isinstance(waits, WaitFor) and waits.region == KEEP_FORMAT_TEXT, task_id
+            assert isinstance(waits, WaitFor) and waits.region == OPENBOX.keep_format_text, task_id
             assert waits.min_colours >= DRAWN_COLOURS, "a blank dialog must not count"
+
+
+def test_on_gnome_a_save_waits_for_the_status_bar_not_a_question() -> None:
+    # GNOME's LibreOffice saves Microsoft's formats by default: Ctrl+S asks nothing.
+    for task_id, script in DESKTOP_BASICS_GNOME.items():
+        if task_id.split("-")[0] not in ("calc", "writer", "impress"):
+            continue
+        (i,) = [i for i, s in enumerate(script) if s == [Hotkey(keys=("ctrl", "s"))]]
+        assert script[i + 1] == WaitFor("the save", GNOME.save_button), task_id
+        assert script[i + 2 :] == [Done()], task_id
+
+
+def test_the_script_follows_the_session_the_first_screen_shows() -> None:
+    openbox = blank()  # a maximized window's light title bar and menus at the top
+    gnome = blank()
+    gnome[:27] = 20  # GNOME's top bar
+    task = "impress-delete-second-slide"
+    assert shows_gnome(gnome) and not shows_gnome(openbox)
+    assert DESKTOP_BASICS[task] != DESKTOP_BASICS_GNOME[task]  # the thumbnail lies elsewhere
+    # The terminal tasks have one script for both.
+    assert DESKTOP_BASICS_GNOME["os-chmod-script"] == DESKTOP_BASICS["os-chmod-script"]
+    agent = OracleAgent([TASKS[task]])
+    actions, _, _ = agent.next_actions(0, task, 0, gnome)
+    assert actions == [Click(x=GNOME.slide_2_thumbnail[0], y=GNOME.slide_2_thumbnail[1])]
+    actions, _, _ = agent.next_actions(1, task, 0, openbox)
+    assert actions == [Click(x=OPENBOX.slide_2_thumbnail[0], y=OPENBOX.slide_2_thumbnail[1])]
 
 
 def test_goto_stays_in_the_grid() -> None:
@@ -137,19 +162,19 @@ def test_the_agent_polls_until_the_dialog_is_drawn() -> None:
     # The command search has not shown: a short poll, then longer ones.
     polls = [agent.next_actions(0, task, n, screen)[0] for n in (1, 2)]
     assert polls == [[Wait(seconds=POLL_SECONDS[0])], [Wait(seconds=POLL_SECONDS[1])]]
-    screen = drawn(screen, SEARCH_FIELD)
+    screen = drawn(screen, OPENBOX.search_field)
     actions, _, extra = agent.next_actions(0, task, 3, screen)
     assert actions == [TypeText(text="Rename Sheet")]
     assert extra["oracle_waits"] == [
         {"what": "the command search", "polls": 2, "seconds": 0.75, "met": True}
     ]
-    screen = drawn(screen, SEARCH_FIRST_RESULT)
+    screen = drawn(screen, OPENBOX.search_first_result)
     assert agent.next_actions(0, task, 4, screen)[0] == [Press(key="enter")]
-    screen = flat(screen, SEARCH_FIELD, 90)  # the search closed
+    screen = flat(screen, OPENBOX.search_field, 90)  # the search closed
     # The Rename Sheet dialog maps blank first: not yet.
-    screen = flat(screen, RENAME_SHEET_DIALOG, 240)
+    screen = flat(screen, OPENBOX.rename_sheet_dialog, 240)
     assert agent.next_actions(0, task, 5, screen)[0] == [Wait(seconds=POLL_SECONDS[0])]
-    screen = drawn(screen, RENAME_SHEET_DIALOG)
+    screen = drawn(screen, OPENBOX.rename_sheet_dialog)
     assert agent.next_actions(0, task, 6, screen)[0] == [TypeText(text="March 2024\n")]
 
 
@@ -207,13 +232,15 @@ class _ScreenEnv:
 
     def step(self, actions: list) -> tuple[dict, float, bool, bool, dict]:
         if self.sent and self.sent[-1] == [Hotkey(keys=("shift", "escape"))]:
-            self.screen = drawn(self.screen, SEARCH_FIELD)  # one poll late
+            self.screen = drawn(self.screen, OPENBOX.search_field)  # one poll late
         elif actions == [TypeText(text="Freeze First Row")]:
-            self.screen = drawn(self.screen, SEARCH_FIRST_RESULT)
+            self.screen = drawn(self.screen, OPENBOX.search_first_result)
         elif actions == [Press(key="enter")]:  # the search, or the Keep format question, closes
-            self.screen = flat(flat(self.screen, SEARCH_FIELD, 90), KEEP_FORMAT_TEXT, 90)
+            self.screen = flat(
+                flat(self.screen, OPENBOX.search_field, 90), OPENBOX.keep_format_text, 90
+            )
         elif actions == [Hotkey(keys=("ctrl", "s"))]:
-            self.screen = drawn(self.screen, KEEP_FORMAT_TEXT)
+            self.screen = drawn(self.screen, OPENBOX.keep_format_text)
         self.sent.append(actions)
         done = actions[0].kind == "done"
         return {"screenshot": self.screen}, float(done), done, False, {}

@@ -11,12 +11,36 @@ The ``ui-basics`` suite's oracle lives with the trainer (``osworld_agents.oracle
 
 from __future__ import annotations
 
+import numpy as np
+
+from osworld_gym.commands.oracles.desktop_basics_office import GNOME_ORACLES as _OFFICE_GNOME
 from osworld_gym.commands.oracles.desktop_basics_office import ORACLES as _OFFICE
+from osworld_gym.commands.oracles.desktop_basics_system import GNOME_ORACLES as _SYSTEM_GNOME
 from osworld_gym.commands.oracles.desktop_basics_system import ORACLES as _SYSTEM
 
 DESKTOP_BASICS_SUITE = "desktop-basics"
 DESKTOP_BASICS_SCREEN = (1280, 720)
 """The screen the desktop-basics oracles are written for."""
 DESKTOP_BASICS: dict[str, list] = {**_SYSTEM, **_OFFICE}
+"""The scripts for the openbox session (``session="minimal"``), the suite's own."""
+DESKTOP_BASICS_GNOME: dict[str, list] = {**_SYSTEM_GNOME, **_OFFICE_GNOME}
+"""The scripts for the GNOME session, where windows and dialogs lie elsewhere."""
 
-__all__ = ["DESKTOP_BASICS", "DESKTOP_BASICS_SCREEN", "DESKTOP_BASICS_SUITE"]
+# GNOME's top bar: a near-black strip across the top of the screen. Under openbox the top rows
+# of a desktop-basics task's first screen are its app's maximized window, title bar and menus.
+_TOP_BAR = (slice(0, 20), slice(200, 1000))
+_TOP_BAR_MEAN = 40
+
+
+def shows_gnome(screenshot: np.ndarray) -> bool:
+    """Whether a desktop-basics task's first screen shows GNOME's top bar (its session)."""
+    return bool(screenshot[_TOP_BAR].mean() < _TOP_BAR_MEAN)
+
+
+__all__ = [
+    "DESKTOP_BASICS",
+    "DESKTOP_BASICS_GNOME",
+    "DESKTOP_BASICS_SCREEN",
+    "DESKTOP_BASICS_SUITE",
+    "shows_gnome",
+]

@@ -14,6 +14,7 @@ uses mousepad's keyboard shortcuts. Two conventions keep them robust on a 1280x7
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from osworld_gym.actions import Click, Done, Fail, Hotkey, KeyDown, KeyUp, Press, TypeText
@@ -48,13 +49,27 @@ def spread(values):
     return max(values) - min(values)
 """
 
-# mousepad's Find and Replace dialog (ctrl+r) at 1280x720: the "Replace all in" check box and
-# the "Replace" button (the dialog has no keyboard mnemonics).
-REPLACE_ALL_BOX = (443, 467)
-REPLACE_BUTTON = (722, 507)
-# What the conditions watch at 1280x720: the dialog's "Search for" row; the name entry of
-# GTK's Save As dialog; an area of mousepad's white page that the terminal shows black.
-REPLACE_DIALOG = (460, 255, 360, 60)
+
+@dataclass(frozen=True)
+class ReplaceDialog:
+    """mousepad's Find and Replace dialog (ctrl+r) at 1280x720, on one session's desktop.
+
+    Attributes:
+        search_row: Its "Search for" row (what the conditions watch).
+        replace_all_box: The "Replace all in" check box (the dialog has no keyboard mnemonics).
+        replace_button: The "Replace" button.
+    """
+
+    search_row: tuple[int, int, int, int]
+    replace_all_box: tuple[int, int]
+    replace_button: tuple[int, int]
+
+
+# openbox maximizes mousepad; GNOME Shell centres its window beside the dock.
+OPENBOX_REPLACE = ReplaceDialog((460, 255, 360, 60), (443, 467), (722, 507))
+GNOME_REPLACE = ReplaceDialog((446, 270, 450, 32), (458, 478), (774, 518))
+# What the conditions watch at 1280x720: the name entry of GTK's Save As dialog; an area of
+# mousepad's white page that the terminal shows black.
 SAVE_AS_NAME = (170, 36, 400, 20)
 MOUSEPAD_PAGE = (700, 400, 400, 200)
 
@@ -104,18 +119,24 @@ OS: dict[str, list[Any]] = {
     "os-infeasible-network-share": [Fail()],
 }
 
-TEXT_EDITOR: dict[str, list[Any]] = {
-    "editor-replace-word": [
+
+def replace_word(dialog: ReplaceDialog) -> list[Any]:
+    """editor-replace-word's script: every "colour" replaced through mousepad's dialog."""
+    return [
         [Hotkey(keys=("ctrl", "r"))],
-        WaitFor("the Find and Replace dialog", REPLACE_DIALOG, min_colours=DRAWN_COLOURS),
+        WaitFor("the Find and Replace dialog", dialog.search_row, min_colours=DRAWN_COLOURS),
         [TypeText(text="colour"), Press(key="tab"), TypeText(text="color")],
-        [Click(x=REPLACE_ALL_BOX[0], y=REPLACE_ALL_BOX[1])],
-        [Click(x=REPLACE_BUTTON[0], y=REPLACE_BUTTON[1])],
+        [Click(x=dialog.replace_all_box[0], y=dialog.replace_all_box[1])],
+        [Click(x=dialog.replace_button[0], y=dialog.replace_button[1])],
         [Press(key="escape")],
-        WaitFor("the Find and Replace dialog to close", REPLACE_DIALOG),
+        WaitFor("the Find and Replace dialog to close", dialog.search_row),
         SAVE,
         Done(),
-    ],
+    ]
+
+
+TEXT_EDITOR: dict[str, list[Any]] = {
+    "editor-replace-word": replace_word(OPENBOX_REPLACE),
     "editor-append-line": [
         END_OF_FILE,  # the file ends with a newline: the cursor is on the empty last line
         [TypeText(text="- green tea")],
@@ -180,3 +201,5 @@ MULTI_APPS: dict[str, list[Any]] = {
 }
 
 ORACLES: dict[str, list] = {**OS, **TEXT_EDITOR, **MULTI_APPS}
+# The GNOME session's: the same but where mousepad's dialog lies elsewhere.
+GNOME_ORACLES: dict[str, list] = {**ORACLES, "editor-replace-word": replace_word(GNOME_REPLACE)}
