@@ -231,6 +231,11 @@ def _stop_sandbox(procs: dict[str, subprocess.Popen[bytes]]) -> None:
 
 
 _MOUNT_RACE_ATTEMPTS = 3
+# A new GNOME session has started its services once no new process appeared for this long
+# (they start within about a second of the shell); bounded by _STARTUP_SECONDS.
+_STARTUP_QUIET = 1.0
+_STARTUP_SECONDS = 8.0
+_STARTUP_POLL = 0.1
 # Reloading a kept GNOME session's settings through dconf (two short commands on its bus).
 _SETTINGS_SECONDS = 10.0
 # The screen stays unchanged this long once the kept shell has applied reloaded settings.
@@ -750,6 +755,21 @@ class LocalDesktop(Desktop):
         self._start_session(keep_wm=keep_wm, conn=conn)
         if settings_changed:
             self._wait_for_redraw()
+            self._stop_settings_writer()
+
+    def _stop_settings_writer(self) -> None:
+        """Stop dconf's service, which the settings reload started.
+
+        A new desktop runs none (a program's first write starts it), and the next episode must
+        not tell a reset desktop from a new one. The kept shell has redrawn with the reloaded
+        settings, so the service has written them.
+        """
+        writers = [
+            pid
+            for pid in processes.find_marked(self.marker)
+            if processes.command_name(pid) == b"dconf-service"
+        ]
+        processes.terminate(writers, timeout=2.0)
 
     def _wait_for_redraw(self) -> None:
         """Wait until the kept shell has redrawn what the reloaded settings changed.
@@ -883,11 +903,35 @@ class LocalDesktop(Desktop):
         for attempt in range(1, _MOUNT_RACE_ATTEMPTS + 1):
             try:
                 self._start_from_scratch()
+                if self.session.keep_session:
+                    self._as_after_a_reset()
                 return
             except DesktopDiedError as e:
                 if attempt == _MOUNT_RACE_ATTEMPTS or not _lost_mount_race(str(e)):
                     raise
                 logger.info("%r: sandbox lost a race with a host mount; starting again", self)
+
+    def _as_after_a_reset(self) -> None:
+        """Make a new GNOME session's first episode start as every later one does.
+
+        As GNOME Shell starts, its dock has the session bus start services (Files, GVfs's
+        trash and volume monitors, Tracker, the accessibility registry) and the shell writes
+        files into the runtime folder. A reset that keeps the session stops the first and
+        empties the second, and nothing starts them again until a program asks: so an episode
+        after a reset would differ from a desktop's first one. Once no new process has
+        appeared for :data:`_STARTUP_QUIET` seconds (the services have started), the desktop
+        is reset the same way, so every episode begins from the same desktop.
+        """
+        deadline = time.monotonic() + _STARTUP_SECONDS
+        seen = set(processes.find_marked(self.marker))
+        quiet_since = time.monotonic()
+        while time.monotonic() - quiet_since < _STARTUP_QUIET and time.monotonic() < deadline:
+            time.sleep(_STARTUP_POLL)  # a poll interval: services start on their own
+            now = set(processes.find_marked(self.marker))
+            if now - seen:
+                quiet_since = time.monotonic()
+            seen = now
+        self._light_reset(self.components.procs["xvfb"])
 
     def _start_from_scratch(self) -> None:
         self._session_ready = False

@@ -1,6 +1,7 @@
 """The adversarial suite on ``local`` desktops (issue 35, item 6): a policy that acts only through
 ``env.step`` tries to game the reward, persist over resets, read answers and secrets, and leave
-the desktop; the next episode must score and look as on a fresh desktop.
+the desktop; the next episode must score and look as on a fresh desktop. On both sessions: the
+openbox one and GNOME's, whose reset keeps the shell and its session.
 
 The attacks and their judges live in ``tests/adversarial_cases.py`` (``benchmarks/adversarial.py``
 runs the same battery and prints a table). One env serves the module: each group of cases is one
@@ -34,6 +35,9 @@ from PIL import Image
 from osworld_gym import load_tasks
 from osworld_gym.actions import TypeText
 from osworld_gym.env import OSWorldEnv
+from osworld_gym.providers import gnome_session
+from osworld_gym.providers.local import LocalProviderConfig
+from osworld_gym.providers.session_choice import SESSIONS
 from osworld_gym.tasks import TaskSet
 
 pytestmark = [pytest.mark.desktop, pytest.mark.apps]
@@ -64,16 +68,26 @@ def _param(name: str, leaks: dict[str, str]) -> object:
     return pytest.param(name, marks=marks, id=name)
 
 
-def _env() -> OSWorldEnv:
+def _env(session: str = "minimal") -> OSWorldEnv:
     tasks = TaskSet([*load_tasks("ui-basics"), *load_tasks("desktop-basics")])
     return OSWorldEnv(
-        tasks=tasks, action_format="structured", screen_size=SCREEN, max_steps=30, offline=True
+        tasks=tasks,
+        provider=LocalProviderConfig(screen_size=SCREEN, session=session),
+        action_format="structured",
+        screen_size=SCREEN,
+        max_steps=30,
+        offline=True,
     )
 
 
-@pytest.fixture(scope="module")
-def battery() -> collections.abc.Iterator[Battery]:
-    with attack(_env, "local") as b:
+# Both sessions: GNOME (OSWorld's task files' default) keeps its shell, buses and daemons over
+# resets, so what the next episode meets there is the kept session's.
+@pytest.fixture(scope="module", params=SESSIONS)
+def battery(request: pytest.FixtureRequest) -> collections.abc.Iterator[Battery]:
+    session = request.param
+    if session == "gnome" and gnome_session.available() is not None:
+        pytest.skip(f"no GNOME session here: {gnome_session.available()}")
+    with attack(lambda: _env(session), "local") as b:
         yield b
 
 
