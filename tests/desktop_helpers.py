@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import collections.abc
+import contextlib
+import os
+import subprocess
 import time
 
 import pytest
@@ -59,3 +62,31 @@ def run_episode(env: OSWorldEnv, task_id: str, steps: list) -> float:
         if terminated or truncated:
             return reward
     raise AssertionError(f"{task_id}: the steps did not end the episode")
+
+
+@contextlib.contextmanager
+def bare_display(screen: str = "320x240") -> collections.abc.Iterator[str]:
+    """A bare Xvfb display (its number chosen by Xvfb itself), of ``WIDTHxHEIGHT`` pixels.
+
+    Skips the test where Xvfb is not installed.
+    """
+    read, write = os.pipe()
+    try:
+        xvfb = subprocess.Popen(
+            ["Xvfb", "-displayfd", str(write), "-screen", "0", f"{screen}x24", "-nolisten", "tcp"],
+            pass_fds=[write],
+            stderr=subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        os.close(read)
+        pytest.skip("Xvfb is not installed")
+    finally:
+        os.close(write)
+    try:
+        with os.fdopen(read) as numbers:
+            number = numbers.readline().strip()  # written once the display accepts clients
+        assert number, "Xvfb did not start"
+        yield f":{number}"
+    finally:
+        xvfb.terminate()
+        xvfb.wait(timeout=30)

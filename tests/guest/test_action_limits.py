@@ -10,13 +10,13 @@ from __future__ import annotations
 import collections.abc
 import http.server
 import os
-import subprocess
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
+from desktop_helpers import bare_display
 
 from osworld_gym.errors import ActionError, GuestHTTPError
 from osworld_gym.guest import protocol, routes_files
@@ -123,24 +123,8 @@ def test_client_refuses_an_oversized_batch_for_an_official_guest() -> None:
 @pytest.fixture(scope="module")
 def display() -> collections.abc.Iterator[str]:
     """A bare Xvfb display (chosen by Xvfb itself)."""
-    read, write = os.pipe()
-    try:
-        xvfb = subprocess.Popen(
-            ["Xvfb", "-displayfd", str(write), "-screen", "0", "320x240x24", "-nolisten", "tcp"],
-            pass_fds=[write],
-            stderr=subprocess.DEVNULL,
-        )
-    except FileNotFoundError:
-        pytest.skip("Xvfb is not installed")
-    os.close(write)
-    try:
-        with os.fdopen(read) as numbers:
-            number = numbers.readline().strip()  # written once the display accepts clients
-        assert number, "Xvfb did not start"
-        yield f":{number}"
-    finally:
-        xvfb.terminate()
-        xvfb.wait(timeout=30)
+    with bare_display("320x240") as name:
+        yield name
 
 
 @pytest.fixture(scope="module")

@@ -8,34 +8,18 @@ the same name with BadName).
 from __future__ import annotations
 
 import collections.abc
-import os
-import shutil
 import subprocess
 
 import pytest
+from desktop_helpers import bare_display
 
 from osworld_gym.providers import x_state
-
-pytestmark = pytest.mark.skipif(shutil.which("Xvfb") is None, reason="needs Xvfb")
 
 
 @pytest.fixture()
 def display() -> collections.abc.Iterator[str]:
-    read, write = os.pipe()
-    server = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write), "-screen", "0", "800x600x24", "-nolisten", "tcp"],
-        pass_fds=(write,),
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(write)
-    try:
-        with os.fdopen(read) as pipe:
-            number = pipe.readline().strip()  # written once the server accepts clients
-        assert number, "Xvfb did not start"
-        yield f":{number}"
-    finally:
-        server.kill()
-        server.wait(timeout=10)
+    with bare_display("800x600") as name:
+        yield name
 
 
 def _current_rate(name: str) -> str:
