@@ -59,7 +59,7 @@ def make_provider(
     docker_provider = _make_docker_provider(spec, screen_size, tasks)
     if docker_provider is not None:
         return docker_provider
-    vm_provider = _make_vm_provider(spec, screen_size, tasks)
+    vm_provider = _make_vm_provider(spec, screen_size)
     if vm_provider is not None:
         return vm_provider
     provider = spec if isinstance(spec, Provider) else None
@@ -80,9 +80,7 @@ def make_provider(
 
 
 def _make_vm_provider(
-    spec: str | ProviderConfig | Provider | None,
-    screen_size: tuple[int, int] | None,
-    tasks: Iterable[Task],
+    spec: str | ProviderConfig | Provider | None, screen_size: tuple[int, int] | None
 ) -> Provider | None:
     """The ``qemu`` or ``remote`` provider for a name or config of theirs; None for others."""
     from osworld_gym.providers.qemu import QemuProvider, QemuProviderConfig
@@ -104,15 +102,17 @@ def _make_vm_provider(
         )
     if isinstance(spec, RemoteProviderConfig):
         return RemoteProvider(spec)
-    return QemuProvider(settle_session(spec, tasks))
+    return QemuProvider(spec)
 
 
 def settle_session(spec: S, tasks: Iterable[Task]) -> S:
     """A config that leaves its session open, with the one ``tasks`` need.
 
-    Local and docker configs, and qemu configs of our image (``guest_env``). Anything else (a
-    name, a chosen session, OSWorld's own images, a ready provider) is returned as it is. See
-    :func:`~osworld_gym.providers.session_choice.session_for`.
+    Local and docker configs. Anything else (a name, a chosen session, the official image, a
+    qemu config, a ready provider) is returned as it is. See
+    :func:`~osworld_gym.providers.session_choice.session_for`. A qemu VM of our image runs
+    GNOME when its config says ``session="gnome"``: no GNOME boot of the qcow2 has been
+    measured yet (software emulation), so it is not chosen for the user.
     """
     from osworld_gym.providers.local import LocalProviderConfig
     from osworld_gym.providers.session_choice import session_for
@@ -124,10 +124,6 @@ def settle_session(spec: S, tasks: Iterable[Task]) -> S:
     except ImportError:  # without its optional dependencies there is no docker config either
         return spec
     if isinstance(spec, DockerProviderConfig) and spec.session is None and not spec.official:
-        return dataclasses.replace(spec, session=session_for(tasks, in_image=True))
-    from osworld_gym.providers.qemu_config import QemuProviderConfig
-
-    if isinstance(spec, QemuProviderConfig) and spec.session is None and spec.guest_env:
         return dataclasses.replace(spec, session=session_for(tasks, in_image=True))
     return spec
 

@@ -119,12 +119,12 @@ def test_docker_desktops_get_the_session_their_tasks_need_whatever_this_host_has
     official = DockerProviderConfig.for_official("/data/Ubuntu.qcow2")
     assert settle_session(official, tasks).session is None  # OSWorld's own GNOME VM
     assert settle_session("docker", tasks) == "docker"  # a name: settled once it is a config
-    # The qemu recipe's VM is the same image; OSWorld's Ubuntu.qcow2 is its own GNOME desktop.
+    # The qemu recipe's VM runs GNOME when asked (not chosen for the user: unmeasured there);
+    # OSWorld's Ubuntu.qcow2 is its own GNOME desktop.
     from osworld_gym.providers.qemu_config import QemuProviderConfig
 
-    assert settle_session(QemuProviderConfig(), tasks).session == "gnome"
-    ubuntu = QemuProviderConfig.for_osworld_ubuntu("/data/Ubuntu.qcow2")
-    assert settle_session(ubuntu, tasks).session is None
+    assert settle_session(QemuProviderConfig(), tasks).session is None
+    assert QemuProviderConfig(session="gnome").session == "gnome"
     with pytest.raises(ValueError, match="guest_env"):
         QemuProviderConfig(guest_env=False, session="gnome")
     with pytest.raises(ValueError, match="session must be one of"):
