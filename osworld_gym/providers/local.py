@@ -904,12 +904,28 @@ class LocalDesktop(Desktop):
             try:
                 self._start_from_scratch()
                 if self.session.keep_session:
-                    self._as_after_a_reset()
+                    self._first_episode_as_later_ones()
                 return
             except DesktopDiedError as e:
                 if attempt == _MOUNT_RACE_ATTEMPTS or not _lost_mount_race(str(e)):
                     raise
                 logger.info("%r: sandbox lost a race with a host mount; starting again", self)
+
+    def _first_episode_as_later_ones(self) -> None:
+        """:meth:`_as_after_a_reset`, or, where that reset fails, a new start without it.
+
+        A desktop half reset would be no desktop; one whose first episode still runs the
+        session's start-up services is only less uniform.
+        """
+        try:
+            self._as_after_a_reset()
+        except (OSError, ProviderError, XError, ConnectionClosedError) as e:
+            logger.warning(
+                "%r: the reset before the first episode failed (%s); starting again without it",
+                self,
+                e,
+            )
+            self._start_from_scratch()
 
     def _as_after_a_reset(self) -> None:
         """Make a new GNOME session's first episode start as every later one does.

@@ -7,12 +7,14 @@ Read through the desktop's own tools, as an agent or a task's checks would.
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
 import pytest
 from desktop_helpers import launch_desktop, wait_until
 
+from osworld_gym.errors import ProviderError
 from osworld_gym.providers import gnome_session
 from osworld_gym.providers.local import LocalDesktop
 
@@ -168,3 +170,35 @@ def test_vlc_starts_without_its_privacy_question(desktop: LocalDesktop) -> None:
     time.sleep(1.0)  # the question comes right after the main window when it comes
     assert "Privacy and Network Access Policy" not in _titles(desktop)
     desktop.reset()
+
+
+# What GNOME Shell's start has the session bus start, which a kept session's reset stops: a new
+# desktop's first episode starts without them too, as every later one.
+STARTUP_SERVICES = ("gvfsd-trash", "nautilus", "tracker-miner-fs-3", "gvfs-udisks2-volume-monitor")
+
+
+def test_the_first_episode_starts_without_the_shells_start_up_services() -> None:
+    with launch_desktop(session="gnome", screen_size=(1280, 720)) as fresh:
+        running = _sh(fresh, "ps -eo comm=").split()
+        runtime = _sh(fresh, 'ls "$XDG_RUNTIME_DIR"').split()
+    assert not [name for name in STARTUP_SERVICES if name[:15] in running], running
+    assert "gnome-shell-disable-extensions" not in runtime, runtime
+
+
+def test_a_failed_reset_before_the_first_episode_starts_the_desktop_again(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    tries = []
+
+    def fails(self: LocalDesktop) -> None:
+        tries.append(self)
+        raise ProviderError("planted")
+
+    monkeypatch.setattr(LocalDesktop, "_as_after_a_reset", fails)
+    with caplog.at_level(logging.WARNING, logger="osworld_gym.providers.local"):
+        desktop = launch_desktop(session="gnome")
+    with desktop:
+        assert len(tries) == 1
+        assert "the reset before the first episode failed (planted)" in caplog.text
+        assert _sh(desktop, "echo up") == "up\n"  # a whole desktop, started again
+        assert "gnome-shell" in _sh(desktop, "ps -eo comm=").split()
