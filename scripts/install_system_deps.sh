@@ -23,7 +23,8 @@ PACKAGES=(
   # task files open one; without it GIMP would import it).
   chromium gimp vlc totem evince thunderbird gnome-terminal nautilus
   # vim and its vim.desktop: os/ec4e3f68 pins it to the dock and asks the agent to unpin it.
-  vim
+  # gedit opens text files in the GNOME session, as on Ubuntu (multi_apps/d1acdb87).
+  vim gedit
   # Command-line tools OSWorld's task files call in their setup steps and checks.
   socat jq bc xsel xclip tree git zip unzip curl wget sysstat expect file
   pulseaudio pulseaudio-utils desktop-file-utils libglib2.0-bin python3-tk

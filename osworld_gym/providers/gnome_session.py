@@ -546,14 +546,39 @@ _DEFAULT_FILTER_ITEM = (
 _VLCRC = "[qt] # Qt interface\nqt-privacy-ask=0\n"
 
 
+# Ubuntu's text editor opens text files: multi_apps/d1acdb87 opens a .txt and activates
+# "restaurants.txt (~/Desktop) - gedit" (Debian's gedit 44 titles its window so). The openbox
+# session's skeleton names mousepad; where gedit is missing, that stays.
+GEDIT_DESKTOP = Path("/usr/share/applications/org.gnome.gedit.desktop")
+_TEXT_TYPES = (
+    "text/plain",
+    "text/x-python",
+    "text/markdown",
+    "application/x-shellscript",
+    "application/x-zerosize",
+)
+
+
+def _text_files_in_gedit(mimeapps: Path) -> None:
+    if not GEDIT_DESKTOP.is_file() or not mimeapps.is_file():
+        return
+    lines = []
+    for line in mimeapps.read_text().splitlines():
+        kind, sep, _ = line.partition("=")
+        lines.append(f"{kind}={GEDIT_DESKTOP.name}" if sep and kind in _TEXT_TYPES else line)
+    mimeapps.write_text("\n".join(lines) + "\n")
+
+
 def write_home(home: Path, files: GnomeFiles) -> None:
     """What OSWorld's desktop keeps in HOME, long past its first login (after the skeleton).
 
     - GNOME Shell tells a user without GNOME's display manager, once, that the screen cannot
       lock; OSWorld's VM logs in through GDM and never shows it: its marker says it was shown.
     - LibreOffice's default formats as on the VM, VLC without its first-start question.
+    - gedit for text files, as on Ubuntu.
     - The user's settings (``files.user_database``).
     """
+    _text_files_in_gedit(home / ".config" / "mimeapps.list")
     database = home / USER_DATABASE
     database.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(files.user_database, database)
