@@ -749,7 +749,9 @@ class DockerDesktop(Desktop):
         # Bounded by the script itself: it gives up at the boot deadline.
         result = container.exec_run(
             [SESSION_RESET_COMMAND],
-            user="root",
+            # Numeric: a name is looked up in the container's /etc/passwd, which the engine
+            # once failed to read under load ("unable to find user root", seen in CI).
+            user="0",
             environment={"OSWORLD_BOOT_TIMEOUT": str(int(self.config.boot_timeout))},
         )
         if result.exit_code != 0:

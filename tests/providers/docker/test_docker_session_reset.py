@@ -94,7 +94,7 @@ def test_a_failed_session_reset_recreates_the_container(
     first = desktop.container_name
     client.execute("echo dirty > ~/dirty.txt", shell=True)
     # Without its HOME snapshot the in-place reset cannot make the desktop fresh.
-    removed = desktop.container.exec_run(["rm", "/var/lib/osworld-gym/home.tar"], user="root")
+    removed = desktop.container.exec_run(["rm", "/var/lib/osworld-gym/home.tar"], user="0")
     assert removed.exit_code == 0
     with caplog.at_level(logging.WARNING, logger="osworld_gym.providers.docker_provider"):
         desktop.reset()
