@@ -68,27 +68,13 @@ def install(state: Path, home: Path, runtime_dir: str) -> gnome_session.GnomeFil
     return files
 
 
-def files_of(state: Path) -> gnome_session.GnomeFiles:
-    """The files :func:`install` wrote into ``state``."""
-    folder = _folder(state)
-    return gnome_session.GnomeFiles(
-        schemas=folder / "schemas",
-        data=folder / "share",
-        system_bus_config=folder / "system-bus.conf",
-        session_bus_config=folder / "session-bus.conf",
-        user_database=folder / "user-settings.db",
-        user_settings=folder / "user-settings.ini",
-        config=folder / "xdg",
-    )
-
-
 def prepare(state: Path, home: Path, runtime_dir: Path, display: str) -> None:
     """Make HOME, the runtime folder and the X server a new GNOME episode's (as the user).
 
     Raises:
         OSError: the session's files are missing (an image built without them).
     """
-    files = files_of(state)
+    files = gnome_session.GnomeFiles.in_state(state)
     if not files.user_database.is_file():
         raise OSError(f"no GNOME session files in {_folder(state)} (an image without GNOME)")
     gnome_session.write_home(home, files)
@@ -152,7 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "install":
             install(args.state, args.home, args.runtime_dir)
         elif args.command == "monitors":
-            gnome_session.write_monitors(files_of(args.state).config, args.screen)
+            gnome_session.write_monitors(
+                gnome_session.GnomeFiles.in_state(args.state).config, args.screen
+            )
         elif args.command == "prepare":
             prepare(
                 args.state,

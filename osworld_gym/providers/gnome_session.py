@@ -268,6 +268,20 @@ class GnomeFiles:
     user_settings: Path
     config: Path
 
+    @classmethod
+    def in_state(cls, state: Path) -> GnomeFiles:
+        """Where :func:`write_files` puts them in the state folder ``state``."""
+        folder = state / "gnome"
+        return cls(
+            schemas=folder / "schemas",
+            data=folder / "share",
+            system_bus_config=folder / "system-bus.conf",
+            session_bus_config=folder / "session-bus.conf",
+            user_database=folder / "user-settings.db",
+            user_settings=folder / "user-settings.ini",
+            config=folder / "xdg",
+        )
+
 
 def _override() -> str:
     lines = ["# osworld-gym: Ubuntu 22.04's GNOME session as OSWorld's VM has it"]
@@ -351,7 +365,8 @@ def write_files(
     Raises:
         OSError: the schemas or the settings could not be compiled (the message says why).
     """
-    schemas = state / "gnome" / "schemas"
+    files = GnomeFiles.in_state(state)
+    schemas = files.schemas
     schemas.mkdir(parents=True, exist_ok=True)
     for source in SYSTEM_SCHEMAS.glob("*"):
         if source.suffix in (".xml", ".override"):
@@ -359,7 +374,7 @@ def write_files(
     # After the distribution's own overrides (files are read in name order).
     (schemas / "zz_osworld-gym.gschema.override").write_text(_override())
     _run(["glib-compile-schemas", str(schemas)])
-    data = state / "gnome" / "share"
+    data = files.data
     (data / "gnome-shell" / "modes").mkdir(parents=True, exist_ok=True)
     (data / "gnome-shell" / "modes" / f"{SESSION_MODE}.json").write_text(_session_mode())
     (data / "applications").mkdir(exist_ok=True)
@@ -375,26 +390,15 @@ def write_files(
             settings=f"{runtime_inside}/{TIME_SETTINGS}",
         )
     )
-    config = state / "gnome" / "system-bus.conf"
-    config.write_text(
+    files.system_bus_config.write_text(
         _SYSTEM_BUS_CONFIG.replace("{socket}", system_bus_socket).replace(
             "{services}", f"{state_inside}/gnome/system-services"
         )
     )
-    session_config = state / "gnome" / "session-bus.conf"
-    session_config.write_text(_SESSION_BUS_CONFIG)
-    xdg_config = state / "gnome" / "xdg"
-    write_monitors(xdg_config, screen_size)
-    database, settings = _user_settings(state / "gnome", home_template)
-    return GnomeFiles(
-        schemas=schemas,
-        data=data,
-        system_bus_config=config,
-        session_bus_config=session_config,
-        user_database=database,
-        user_settings=settings,
-        config=xdg_config,
-    )
+    files.session_bus_config.write_text(_SESSION_BUS_CONFIG)
+    write_monitors(files.config, screen_size)
+    _user_settings(files, home_template)
+    return files
 
 
 def write_monitors(config: Path, screen_size: tuple[int, int]) -> None:
@@ -467,12 +471,13 @@ sort-directories-first=false
 """
 
 
-def _user_settings(folder: Path, home_template: str | None) -> tuple[Path, Path]:
+def _user_settings(files: GnomeFiles, home_template: str | None) -> None:
     """Compile the settings of a new desktop's HOME: the template's, then the session's.
 
-    Returns:
-        The database (``dconf compile``) and its text (``dconf dump`` of it).
+    Into ``files.user_database`` (``dconf compile``), with its text (``dconf dump`` of it) in
+    ``files.user_settings``.
     """
+    folder = files.user_database.parent
     keyfiles = folder / "user-settings.d"
     keyfiles.mkdir(exist_ok=True)
     template_db = Path(home_template) / USER_DATABASE if home_template else None
@@ -480,11 +485,8 @@ def _user_settings(folder: Path, home_template: str | None) -> tuple[Path, Path]
         (keyfiles / "00-template").write_text(_dump(template_db, folder))
     (keyfiles / "40-first-login").write_text(_FIRST_LOGIN_SETTINGS)
     (keyfiles / "50-session").write_text(_SESSION_SETTINGS)
-    database = folder / "user-settings.db"
-    _run(["dconf", "compile", str(database), str(keyfiles)])
-    settings = folder / "user-settings.ini"
-    settings.write_text(_dump(database, folder))
-    return database, settings
+    _run(["dconf", "compile", str(files.user_database), str(keyfiles)])
+    files.user_settings.write_text(_dump(files.user_database, folder))
 
 
 def _dump(database: Path, folder: Path) -> str:

@@ -199,9 +199,6 @@ def oracles(layout: OfficeLayout) -> dict[str, list[Step]]:
         """The steps, then save and DONE."""
         return [*_flat(*steps), *save(layout), Done()]
 
-    def run(name: str) -> list[Step]:
-        return command(layout, name)
-
     edit_mode = WaitFor("the text box's edit mode", layout.text_edit_button)
     thumbnail = {"x": layout.slide_2_thumbnail[0], "y": layout.slide_2_thumbnail[1]}
     calc: dict[str, list[Step]] = {
@@ -217,10 +214,10 @@ def oracles(layout: OfficeLayout) -> dict[str, list[Step]]:
         ),
         "calc-sort-scores-descending": finish(
             goto("C2"),
-            run("Sort Descending"),
+            command(layout, "Sort Descending"),
         ),
         "calc-rename-sheet": finish(
-            run("Rename Sheet"),
+            command(layout, "Rename Sheet"),
             WaitFor(
                 "the Rename Sheet dialog", layout.rename_sheet_dialog, min_colours=DRAWN_COLOURS
             ),
@@ -232,7 +229,7 @@ def oracles(layout: OfficeLayout) -> dict[str, list[Step]]:
             [Hotkey(keys=("ctrl", "b"))],
         ),
         "calc-freeze-header-row": finish(
-            run("Freeze First Row"),
+            command(layout, "Freeze First Row"),
         ),
         "calc-append-book-row": finish(
             goto("A7"),
@@ -261,7 +258,7 @@ def oracles(layout: OfficeLayout) -> dict[str, list[Step]]:
         ),
         "writer-double-line-spacing": finish(
             [Hotkey(keys=("ctrl", "a"))],
-            run("Line Spacing: 2"),  # Ctrl+2 is Heading 2 in LibreOffice 7.4
+            command(layout, "Line Spacing: 2"),  # Ctrl+2 is Heading 2 in LibreOffice 7.4
         ),
         "writer-center-first-line": finish(
             [Hotkey(keys=("ctrl", "home")), Hotkey(keys=("ctrl", "e"))],
