@@ -382,6 +382,7 @@ class LocalDesktop(Desktop):
             runtime_dir=self.files.runtime_dir,
             keep_session=self._gnome is not None,
             laid_out=None if self._gnome is None else gnome_session.laid_out,
+            desktop_window=self._gnome is not None,
             freshness=None if self._gnome is None else self._shell_staleness,
         )
         self._service_ports: list[PortReservation] = []

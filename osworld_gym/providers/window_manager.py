@@ -30,9 +30,11 @@ WM_PROPERTIES = (
     "_NET_WORKAREA",
     "_NET_CLIENT_LIST",
 )
+_DESKTOP_TYPE = "_NET_WM_WINDOW_TYPE_DESKTOP"
 # Desktop settings a starting window manager takes over from the root window (openbox keeps the
 # desktops' number, names and the current one over its restarts): deleted before one starts on
-# a used X server, so it starts from its configuration, as on a new desktop.
+# a used X server, so it starts from its configuration, as on a new desktop. The work area goes
+# too: a killed window manager leaves its own, which would read as the new one's layout.
 _INHERITED_PROPERTIES = (
     "_NET_NUMBER_OF_DESKTOPS",
     "_NET_CURRENT_DESKTOP",
@@ -40,6 +42,7 @@ _INHERITED_PROPERTIES = (
     "_NET_DESKTOP_LAYOUT",
     "_NET_SHOWING_DESKTOP",
     "_NET_ACTIVE_WINDOW",
+    "_NET_WORKAREA",
 )
 
 
@@ -54,7 +57,8 @@ class WindowManagerState:
         properties: The root window's :data:`WM_PROPERTIES` (absent, empty and 0 alike).
         cursor_serial: XFixes serial of the cursor shown with the pointer over the root
             (0 without XFixes).
-        shown: Windows mapped on screen (of any client).
+        shown: Windows mapped on screen (of any client), but a desktop window (the desktop's
+            icons).
     """
 
     owner: int
@@ -94,11 +98,16 @@ def read_state(conn: Any) -> WindowManagerState:
     windows = tuple(sorted(w.id for w in children if owner and (w.id & client) == (owner & client)))
     width, height = conn.screen().width_in_pixels, conn.screen().height_in_pixels
     shown = []
+    desktop_type = conn.intern_atom(_DESKTOP_TYPE)
     for window in children:
         try:
             if window.get_attributes().map_state != X.IsViewable:
                 continue
             geometry = window.get_geometry()
+            # The desktop's own window (GNOME's desktop icons): the shell starts it again
+            # after a reset killed it, at its own pace; it is never an episode's.
+            if desktop_type in _window_types(conn, window):
+                continue
         except XError:  # destroyed meanwhile (its client just died): not shown
             continue
         if (
@@ -107,12 +116,41 @@ def read_state(conn: Any) -> WindowManagerState:
             and (geometry.x + geometry.width > 0 and geometry.y + geometry.height > 0)
         ):
             shown.append(window.id)
-    properties = tuple((name, _property_value(conn, root, name)) for name in WM_PROPERTIES)
+    properties = root_properties(conn)
     serial = 0
     if conn.has_extension("XFIXES"):
         conn.xfixes_query_version()
         serial = int(conn.xfixes_get_cursor_image(root).cursor_serial)
     return WindowManagerState(owner, windows, properties, serial, tuple(sorted(shown)))
+
+
+def root_properties(conn: Any) -> tuple[tuple[str, object], ...]:
+    """The root window's :data:`WM_PROPERTIES`, by name (absent, empty and 0 alike)."""
+    root = conn.screen().root
+    return tuple((name, _property_value(conn, root, name)) for name in WM_PROPERTIES)
+
+
+def _window_types(conn: Any, window: Any) -> tuple[int, ...]:
+    from Xlib import Xatom
+
+    prop = window.get_full_property(conn.intern_atom("_NET_WM_WINDOW_TYPE"), Xatom.ATOM)
+    return () if prop is None else tuple(int(v) for v in prop.value)
+
+
+def desktop_window_shown(conn: Any) -> bool:
+    """Whether a desktop window (``_NET_WM_WINDOW_TYPE_DESKTOP``: desktop icons) is mapped."""
+    from Xlib import X
+
+    desktop_type = conn.intern_atom(_DESKTOP_TYPE)
+    for window in conn.screen().root.query_tree().children:
+        try:
+            if window.get_attributes().map_state == X.IsViewable and desktop_type in _window_types(
+                conn, window
+            ):
+                return True
+        except XError:  # destroyed meanwhile
+            continue
+    return False
 
 
 def answers(conn: Any, deadline: float) -> bool:

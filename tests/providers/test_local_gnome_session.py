@@ -81,6 +81,33 @@ def test_a_reset_gives_the_same_session_again(desktop: LocalDesktop) -> None:
     assert _sh(desktop, "wmctrl -m | head -1") == "Name: GNOME Shell\n"
 
 
+def _desktop_corner(desktop: LocalDesktop) -> np.ndarray:
+    """The screen's bottom-right corner, where Ubuntu's desktop icons start (int pixels)."""
+    frame = desktop.client.screenshot(format="raw", settle=True).to_array().astype(int)
+    return frame[-240:, -320:]
+
+
+def test_the_desktop_shows_home_and_a_reset_forgets_what_an_episode_did_there(
+    desktop: LocalDesktop,
+) -> None:
+    desktop.reset()
+    wallpaper = desktop.client.screenshot(format="raw").to_array().astype(int)[300:400, 600:700]
+    corner = _desktop_corner(desktop)
+    # The Home icon (Yaru's folder: bright, unlike GNOME's plain blue) in the corner.
+    assert np.abs(corner - wallpaper.mean(axis=(0, 1))).max() > 100
+    icons = _sh(desktop, "pgrep -f 'ding@rastersoft.com/ding.js'").split()
+    _sh(desktop, "touch ~/Desktop/planted.txt")
+    wait_until(
+        lambda: np.abs(_desktop_corner(desktop) - corner).mean() > 1,
+        timeout=20,
+        message="the planted file's icon on the desktop",
+    )
+    desktop.reset()
+    # The icons' program is a new one (nothing of the episode in it) and shows Home alone.
+    assert _sh(desktop, "pgrep -f 'ding@rastersoft.com/ding.js'").split() != icons
+    assert np.abs(_desktop_corner(desktop) - corner).mean() < 1
+
+
 def _zone_line(desktop: LocalDesktop) -> str:
     return _sh(desktop, "timedatectl status").split("\n")[3].strip()
 
@@ -172,16 +199,32 @@ def test_vlc_starts_without_its_privacy_question(desktop: LocalDesktop) -> None:
     desktop.reset()
 
 
-# What GNOME Shell's start has the session bus start, which a kept session's reset stops: a new
-# desktop's first episode starts without them too, as every later one.
-STARTUP_SERVICES = ("gvfsd-trash", "nautilus", "tracker-miner-fs-3", "gvfs-udisks2-volume-monitor")
+def _programs_once_quiet(desktop: LocalDesktop, quiet: float = 2.0) -> set[str]:
+    """The desktop's programs (command names) once none has come or gone for ``quiet`` s."""
+    programs: set[str] = set()
+    since = deadline = time.monotonic()
+    deadline += 60
+    while time.monotonic() - since < quiet:
+        assert time.monotonic() < deadline, f"the desktop's programs never settled: {programs}"
+        now = set(_sh(desktop, "ps -eo comm=").split()) - {"ps", "sh"}
+        if now != programs:
+            programs, since = now, time.monotonic()
+        time.sleep(0.2)  # a poll interval: services start on their own
+    return programs
 
 
-def test_the_first_episode_starts_without_the_shells_start_up_services() -> None:
+def test_the_first_episode_runs_the_programs_a_later_one_runs() -> None:
+    """GNOME Shell's start has the session bus start services (the dock's, and the desktop
+    icons' Files, trash and volume monitors), and writes files in the runtime folder; a reset
+    stops the services and empties the folder. The first episode starts as a later one: from a
+    reset, after which the desktop icons start their services again, in every episode alike.
+    """
     with launch_desktop(session="gnome", screen_size=(1280, 720)) as fresh:
-        running = _sh(fresh, "ps -eo comm=").split()
         runtime = _sh(fresh, 'ls "$XDG_RUNTIME_DIR"').split()
-    assert not [name for name in STARTUP_SERVICES if name[:15] in running], running
+        first = _programs_once_quiet(fresh)
+        fresh.reset()
+        later = _programs_once_quiet(fresh)
+    assert first == later
     assert "gnome-shell-disable-extensions" not in runtime, runtime
 
 

@@ -21,9 +21,6 @@ const INTERFACE = `<node>
   </interface>
 </node>`;
 
-// The extensions a fresh session runs: this one and the dock (the session mode enables both).
-const SESSION_EXTENSIONS = ['shell-state@osworld-gym', 'dash-to-dock@micxgx.gmail.com'];
-
 class ShellState {
     enable() {
         this._object = Gio.DBusExportedObject.wrapJSObject(INTERFACE, this);
@@ -47,11 +44,14 @@ class ShellState {
             stale.push('unsafe mode is on');
         if (Main.lookingGlass)
             stale.push('Looking Glass was opened');
+        // A fresh session runs the extensions its session mode enables (this one, the dock, the
+        // desktop icons), and no other.
+        const sessionExtensions = Main.sessionMode.enabledExtensions;
         const manager = Main.extensionManager;
         for (const uuid of manager.getUuids()) {
             const extension = manager.lookup(uuid);
             const enabled = extension.state === ExtensionUtils.ExtensionState.ENABLED;
-            if (enabled !== SESSION_EXTENSIONS.includes(uuid))
+            if (enabled !== sessionExtensions.includes(uuid))
                 stale.push(`extension ${uuid} is ${enabled ? 'enabled' : 'not enabled'}`);
         }
         if (Main.overview.visible)

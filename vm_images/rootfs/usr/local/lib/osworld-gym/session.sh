@@ -2,7 +2,9 @@
 # in-place reset (osworld-gym-reset-session): sourced by bash, run as user `user`, with DISPLAY,
 # XDG_RUNTIME_DIR, `deadline` (in bash SECONDS) and `boot_timeout` set by the caller, and
 # OSWORLD_SESSION: "minimal" (openbox) or "gnome" (GNOME Shell laid out as OSWorld's Ubuntu VM,
-# whose environment, GNOME_ENV, the caller exported; see osworld_gym.providers.gnome_image).
+# whose environment, GNOME_ENV, the caller exported; see osworld_gym.providers.gnome_image), and
+# for GNOME OSWORLD_SYSTEM_BUS: "own" (a container: the session starts its system bus) or
+# "systemd" (a booted VM's).
 
 GNOME_FILES=/usr/share/osworld-gym/gnome
 GNOME_ENV="${GNOME_FILES}/session.env"
@@ -29,21 +31,36 @@ start_session() {  # the buses, then the window manager (and GNOME's settings da
 }
 
 start_gnome_session() {
-  # HOME's GNOME files on the restored HOME, a new episode's time settings, the X server's
-  # fast mode (which GNOME Shell's monitors.xml names).
-  python -m osworld_gym.providers.gnome_image prepare
-  # A system bus of the desktop's own (GNOME Shell and timedatectl want one; no systemd here).
-  rm -f /run/dbus/system_bus_socket
-  (dbus-daemon --config-file="${GNOME_FILES}/system-bus.conf" --nofork --nopidfile &)
-  wait_for "system bus" test -S /run/dbus/system_bus_socket
+  # One Python helper (each start with osworld_gym's imports costs about 0.4 s): it makes HOME's
+  # GNOME files on the restored HOME, a new episode's time settings and the X server's fast mode
+  # (which GNOME Shell's monitors.xml names), says "prepared", then waits until the shell started
+  # below has laid the desktop out.
+  local from_helper helper said=""
+  exec {from_helper}< <(exec python -m osworld_gym.providers.gnome_image start \
+    --timeout $((deadline - SECONDS)))
+  helper=$!
+  read -r -t $((deadline > SECONDS ? deadline - SECONDS : 1)) said <&"${from_helper}" || true
+  exec {from_helper}<&-
+  if [ "${said}" != prepared ]; then
+    kill "${helper}" 2>/dev/null || true
+    wait "${helper}" || true
+    echo "osworld-gym session: the GNOME session could not be prepared" >&2
+    exit 1
+  fi
+  # A system bus of the desktop's own in a container (GNOME Shell and timedatectl want one;
+  # no systemd there); a booted VM's is its systemd's (OSWORLD_SYSTEM_BUS=systemd).
+  if [ "${OSWORLD_SYSTEM_BUS:-own}" = own ]; then
+    rm -f /run/dbus/system_bus_socket
+    (dbus-daemon --config-file="${GNOME_FILES}/system-bus.conf" --nofork --nopidfile &)
+    wait_for "system bus" test -S /run/dbus/system_bus_socket
+  fi
   start_session_bus --config-file="${GNOME_FILES}/session-bus.conf"
   local shell_env=()
   mapfile -t shell_env <"${GNOME_FILES}/shell.env"
-  # --replace: at an in-place reset the X server may not yet have released the killed shell's
-  # selection.
-  (env "${shell_env[@]}" gnome-shell --x11 --replace --mode=osworld &)
-  python -m osworld_gym.providers.gnome_image wait-ready --timeout $((deadline - SECONDS)) ||
-    exit 1
+  # The helper saw the last shell's selection released: no --replace, which would take a
+  # window manager's place silently.
+  (env "${shell_env[@]}" gnome-shell --x11 --mode=osworld &)
+  wait "${helper}" || exit 1
   # GNOME's settings daemons: the apps' theme and fonts (XSETTINGS), the media keys
   # (ctrl+alt+t among them).
   (/usr/libexec/gsd-xsettings &)
