@@ -91,7 +91,7 @@ class QemuProvider(Provider):
         """The accelerator desktops use: ``"kvm"`` or ``"tcg"`` (probed once for ``auto``)."""
         if self._accel is None:
             if self.config.accel == "auto":
-                works = kvm_works(self.config.cpu_model, self.config.qemu)
+                works = kvm_works(self.config.cpu_model, self.config.qemu, self.config.kernel)
                 self._accel = "kvm" if works else "tcg"
             else:
                 self._accel = self.config.accel

@@ -1,9 +1,10 @@
 """The QEMU command line of a desktop VM, and whether KVM works on this host.
 
 ``/dev/kvm`` existing is not enough: some hosts (nested or paravirtual KVM) create VMs but fail
-when a vCPU starts with the requested CPU model. :func:`kvm_works` therefore boots the firmware
-with the exact accelerator and CPU arguments a desktop would use and waits for SeaBIOS to print
-its banner on the debug port (milliseconds when KVM works).
+when a vCPU starts with the requested CPU model, or hang once a kernel leaves real mode.
+:func:`kvm_works` therefore boots, with the exact accelerator and CPU arguments a desktop would
+use, the desktops' own kernel until it prints its first line, or (an image with its own
+bootloader) the firmware until SeaBIOS prints its banner (milliseconds when KVM works).
 """
 
 from __future__ import annotations
@@ -43,18 +44,38 @@ def accel_args(accel: str, cpus: int, cpu_model: str | None) -> list[str]:
     return ["-accel", f"tcg{thread}", "-cpu", cpu_model or "max"]
 
 
-def kvm_works(cpu_model: str | None = None, qemu: str = QEMU_BINARY) -> bool:
-    """True if a vCPU runs under KVM here with ``cpu_model`` (default ``host``)."""
+def kvm_works(
+    cpu_model: str | None = None, qemu: str = QEMU_BINARY, kernel: str | None = None
+) -> bool:
+    """True if a vCPU runs under KVM here with ``cpu_model`` (default ``host``).
+
+    The firmware's banner alone is not enough: on some nested hosts the firmware and a kernel's
+    real-mode start run, then the vCPU hangs without a word as the kernel leaves real mode. So
+    with the VMs' ``kernel`` at hand, that kernel must print its first line ("Linux version") on
+    the serial port; without one (an image with its own bootloader), the firmware's banner on
+    the debug port is the test.
+    """
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         return False
     if shutil.which(qemu) is None:
         return False
     with tempfile.TemporaryDirectory(prefix="osworld-gym-kvm-probe-") as folder:
-        debug = Path(folder) / "debugcon.txt"
+        output = Path(folder) / "output.txt"
+        if kernel:
+            wanted = b"Linux version"
+            device = [
+                "-kernel", kernel, "-append", "console=ttyS0 earlyprintk=ttyS0 panic=-1",
+                "-no-reboot", "-chardev", f"file,id=out,path={output}", "-serial", "chardev:out",
+            ]  # fmt: skip
+        else:
+            wanted = b"SeaBIOS"
+            device = [
+                "-chardev", f"file,id=out,path={output}",
+                "-device", "isa-debugcon,iobase=0x402,chardev=out",
+            ]  # fmt: skip
         argv = [
-            qemu, *accel_args("kvm", 1, cpu_model), "-m", "32", "-nodefaults", "-display", "none",
-            "-chardev", f"file,id=dbg,path={debug}",
-            "-device", "isa-debugcon,iobase=0x402,chardev=dbg",
+            qemu, *accel_args("kvm", 1, cpu_model), "-m", "128", "-nodefaults", "-display", "none",
+            *device,
         ]  # fmt: skip
         proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
@@ -62,14 +83,19 @@ def kvm_works(cpu_model: str | None = None, qemu: str = QEMU_BINARY) -> bool:
         try:
             deadline = time.monotonic() + _PROBE_TIMEOUT
             while time.monotonic() < deadline:
-                if debug.exists() and b"SeaBIOS" in debug.read_bytes():
+                if output.exists() and wanted in output.read_bytes():
                     return True
                 if proc.poll() is not None:
                     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
                     logger.info("KVM is present but does not run a vCPU here: %s", err.strip())
                     return False
                 time.sleep(0.02)
-            logger.info("KVM probe: no firmware output in %g s", _PROBE_TIMEOUT)
+            logger.info(
+                "KVM probe: no %r from the %s in %g s: software emulation",
+                wanted.decode(),
+                "kernel" if kernel else "firmware",
+                _PROBE_TIMEOUT,
+            )
             return False
         finally:
             proc.kill()

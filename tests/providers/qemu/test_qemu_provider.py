@@ -147,6 +147,13 @@ def test_kvm_probe_without_qemu_is_false() -> None:
     assert kvm_works(qemu="/nonexistent/qemu") is False
 
 
+def test_kvm_probe_with_a_kernel_that_cannot_run_is_false(tmp_path: Path) -> None:
+    """The firmware may run under KVM where a kernel does not: with a kernel, it is the test."""
+    kernel = tmp_path / "vmlinuz"
+    kernel.write_bytes(b"not a kernel")
+    assert kvm_works(kernel=str(kernel)) is False
+
+
 def test_guest_that_never_answers_fails_in_time_and_leaves_nothing(
     blank_image: Path, tmp_path: Path
 ) -> None:
