@@ -37,9 +37,11 @@ from osworld_gym.pool.vector import PoolVectorEnv
 pytestmark = pytest.mark.desktop
 TASKS = [*SOLUTIONS, *UNSOLVED, INFEASIBLE]
 
+# Eight desktops on two cores take a minute more than four, and test nothing four do not: with
+# -m slow.
 SIZES = [
     pytest.param(4, 2, id="4envs-8episodes"),
-    pytest.param(8, 4, id="8envs-32episodes"),
+    pytest.param(8, 4, id="8envs-32episodes", marks=pytest.mark.slow),
 ]
 
 
@@ -130,7 +132,9 @@ def test_frozen_guest_is_cut_and_relaunched(tmp_path: Path) -> None:
     assert processes_under(tmp_path) == []
 
 
-@pytest.mark.parametrize("num_envs", [pytest.param(4, id="4envs"), pytest.param(8, id="8envs")])
+@pytest.mark.parametrize(
+    "num_envs", [pytest.param(4, id="4envs"), pytest.param(8, id="8envs", marks=pytest.mark.slow)]
+)
 def test_fault_injection_every_episode_accounted_for(tmp_path: Path, num_envs: int) -> None:
     tasks = TASKS[:4] if num_envs == 4 else TASKS[:4] * 2
     group_size = 3
