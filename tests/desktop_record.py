@@ -104,6 +104,25 @@ def selection(name):
     return run("/usr/bin/xclip", "-o", "-selection", name, timeout=3)
 
 
+def quiet(seconds=1.0, limit=4.0):
+    # Services a session starts at its own pace (GNOME's have the bus start Files, GVfs and
+    # Tracker) are up before anything is recorded: once no program has come or gone for
+    # `seconds` (at most `limit`). A program left from an earlier episode stays either way.
+    import time
+
+    def names():
+        return sorted(name for _state, name, _argv in processes())
+
+    start = time.monotonic()
+    last, since = names(), time.monotonic()
+    while time.monotonic() - since < seconds and time.monotonic() - start < limit:
+        time.sleep(0.1)
+        now = names()
+        if now != last:
+            last, since = now, time.monotonic()
+
+
+quiet()
 report = {"files": {top: listing(top) for top in FOLDERS if os.path.isdir(top)}}
 report["missing_folders"] = [top for top in FOLDERS if not os.path.isdir(top)]
 report["processes"] = processes()
@@ -140,6 +159,9 @@ _VOLATILE_ENV = ("_", "SHLVL", "PWD", "OLDPWD")
 _PER_LAUNCH_ENV = re.compile(
     r"^(OSWORLD_GYM_DESKTOP|OSWORLD_GYM_PORT_\d+|OSWORLD_GUEST_PORT|DISPLAY|HOSTNAME)$"
 )
+# Sockets the GVfs daemon opens and closes for its clients as they come (a GNOME session's trash
+# and file monitors): there or not from one moment to the next.
+_TIMED_RUNTIME = re.compile(r"^gvfsd/socket-")
 # Names numbered or drawn per launch: the X server's socket and lock, the AT-SPI bus's socket,
 # a container's runtime folder (made by the image's session script with mktemp).
 _PER_LAUNCH_NAME = re.compile(
@@ -159,11 +181,13 @@ _LAUNCH_FILES = {
 # what a GNOME session's programs write as the session starts (GStreamer's plugin registry,
 # Mesa's shader cache index, Tracker's file index, Nautilus's tag database and folders, IBus's
 # folder), by programs the dock starts through D-Bus at the session's start and a reset stops:
-# a desktop's first episode has them, a kept session's later ones do not. They say which
-# episode of a desktop this is, nothing of what an earlier one did (HOME is restored under them).
+# a desktop's first episode has them, a kept session's later ones do not; GVfs's metadata, which
+# its daemon writes with times as programs of the session ask. They say which episode of a
+# desktop this is, nothing of what an earlier one did (HOME is restored under them).
 _TIMED_CACHES = re.compile(
     r"^(\.fontconfig|\.cache/fontconfig|\.cache/gstreamer-1\.0|\.cache/mesa_shader_cache"
-    r"|\.cache/tracker3|\.config/ibus|\.config/nautilus|\.local/share/nautilus)(/|$)"
+    r"|\.cache/tracker3|\.config/ibus|\.config/nautilus|\.local/share/nautilus"
+    r"|\.local/share/gvfs-metadata)(/|$)"
 )
 
 
@@ -186,6 +210,7 @@ def _files(listings: dict[str, dict[str, list]]) -> dict[str, dict[str, list]]:
             if not _FRAME_FILE.search(path)
             and path not in _LAUNCH_FILES.get(top, ())
             and not (top == "/home/user" and _TIMED_CACHES.match(path))
+            and not (top == "/run/user/1000" and _TIMED_RUNTIME.match(path))
         }
         for top, entries in listings.items()
     }
@@ -209,6 +234,11 @@ def _processes(found: list) -> list[str]:
         # Descriptor numbers, display numbers, numbered bus sockets.
         words = [re.sub(r"^(--print-address=|--token-fd=|:|)\d+$", r"\1N", w) for w in words]
         words = [re.sub(r"(bus_|/X)\d+", r"\1N", w) for w in words]
+        # D-Bus unique names (":1.22"), handed to the services a bus starts: in the order they
+        # connected, which differs from one start of a session to the next.
+        words = [re.sub(r"^:\d+\.\d+$", ":N.N", w) for w in words]
+        # GVfs numbers the backends it spawns (exec_spaw/0, /1, ...) in the order asked for.
+        words = [re.sub(r"(/exec_spaw/)\d+$", r"\1N", w) for w in words]
         lines.append(f"{name}: {' '.join(words)}")
     return sorted(lines)
 

@@ -122,13 +122,11 @@ def _not_ready(conn: Any) -> str | None:
     if not gnome_session.laid_out(properties):
         area = properties.get("_NET_WORKAREA")
         return f"the desktop is not laid out (work area {area!r})"
-    if not window_manager.desktop_window_shown(conn):
-        return "the desktop's icons are not shown"
     return None
 
 
 def wait_ready(display: str, deadline: float) -> str | None:
-    """Wait until GNOME Shell runs (``WM_S0``), has laid out and shows the desktop's icons.
+    """Wait until GNOME Shell manages windows (``WM_S0``) and has laid the desktop out.
 
     Returns:
         None once it does, else (at the deadline) what it had yet to do.

@@ -41,8 +41,6 @@ from osworld_gym.providers import timedate_service
 
 SESSION_MODE = "osworld"
 DOCK_EXTENSION = "dash-to-dock@micxgx.gmail.com"
-# Desktop icons (DING), as Ubuntu's session mode enables them.
-DESKTOP_ICONS_EXTENSION = "ding@rastersoft.com"
 # Ours: tells a reset whether the shell is as fresh as a new one (gnome_extension/extension.js).
 STATE_EXTENSION = "shell-state@osworld-gym"
 # Run in the desktop at a reset that keeps the shell, after the episode's programs are gone and
@@ -91,7 +89,7 @@ FAVORITE_APPS = (
 DEFAULTS: dict[str, dict[str, str]] = {
     "org.gnome.shell": {
         "favorite-apps": "[" + ", ".join(f"'{app}'" for app in FAVORITE_APPS) + "]",
-        "enabled-extensions": f"['{DOCK_EXTENSION}', '{DESKTOP_ICONS_EXTENSION}']",
+        "enabled-extensions": f"['{DOCK_EXTENSION}']",
         # No "welcome to GNOME" tour: OSWorld's desktop is long past its first login.
         "welcome-dialog-last-shown-version": "'999'",
     },
@@ -109,17 +107,6 @@ DEFAULTS: dict[str, dict[str, str]] = {
         "click-action": "'focus-or-appspread'",
         "custom-theme-shrink": "true",
         "running-indicator-style": "'DOTS'",
-    },
-    # The desktop's icons: OSWorld's accessibility tree has one, a 64-pixel icon labelled Home
-    # centred at (1853, 1001) of 1920x1080, and no Trash (the dock has it). No volumes: on a local
-    # desktop they would be the host's mounts.
-    "org.gnome.shell.extensions.ding": {
-        "show-home": "true",
-        "show-trash": "false",
-        "show-volumes": "false",
-        "show-network-volumes": "false",
-        "start-corner": "'bottom-right'",
-        "icon-size": "'standard'",
     },
     "org.gnome.desktop.interface": {
         "gtk-theme": "'Yaru'",
@@ -310,8 +297,7 @@ def _session_mode() -> str:
         "{\n"
         '    "parentMode": "user",\n'
         '    "stylesheetName": "Yaru/gnome-shell.css",\n'
-        f'    "enabledExtensions": ["{DOCK_EXTENSION}", "{DESKTOP_ICONS_EXTENSION}",'
-        f' "{STATE_EXTENSION}"]\n'
+        f'    "enabledExtensions": ["{DOCK_EXTENSION}", "{STATE_EXTENSION}"]\n'
         "}\n"
     )
 
@@ -348,12 +334,8 @@ def available() -> str | None:
         )  # fmt: skip
         if shutil.which(name) is None
     ]
-    for extension, package in (
-        (DOCK_EXTENSION, "gnome-shell-extension-dashtodock"),
-        (DESKTOP_ICONS_EXTENSION, "gnome-shell-extension-desktop-icons-ng"),
-    ):
-        if not Path("/usr/share/gnome-shell/extensions", extension).is_dir():
-            missing.append(package)
+    if not Path("/usr/share/gnome-shell/extensions", DOCK_EXTENSION).is_dir():
+        missing.append("gnome-shell-extension-dashtodock")
     if not Path("/usr/share/gnome-shell/theme/Yaru").is_dir():
         missing.append("yaru-theme-gnome-shell")
     if missing:

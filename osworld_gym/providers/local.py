@@ -41,7 +41,7 @@ from Xlib.error import ConnectionClosedError, XError
 
 from osworld_gym.errors import DesktopDiedError, DesktopLimitError, ProviderError
 from osworld_gym.guest.client import ClientConfig
-from osworld_gym.providers import gnome_session, processes, sandbox
+from osworld_gym.providers import gnome_session, processes, sandbox, x_state
 from osworld_gym.providers.base import Desktop, Provider, ProviderConfig
 from osworld_gym.providers.desktop_environment import passed_through, search_path
 from osworld_gym.providers.desktop_identity import HostIdentity
@@ -382,7 +382,6 @@ class LocalDesktop(Desktop):
             runtime_dir=self.files.runtime_dir,
             keep_session=self._gnome is not None,
             laid_out=None if self._gnome is None else gnome_session.laid_out,
-            desktop_window=self._gnome is not None,
             freshness=None if self._gnome is None else self._shell_staleness,
         )
         self._service_ports: list[PortReservation] = []
@@ -398,6 +397,9 @@ class LocalDesktop(Desktop):
         # dconf's change flag as the session's settings readers were left with it (see
         # _settings_changed).
         self._dconf_flag_inode = 0
+        # Set while a reset that started GNOME Shell again is followed by another (see
+        # _light_reset): that one is not followed again.
+        self._settling_a_restart = False
         # Whether the session is complete (revivals happen only then), and restarts so far.
         self._session_ready = False
         self._revivals = 0
@@ -703,11 +705,21 @@ class LocalDesktop(Desktop):
         # One X connection for the whole reset: python-xlib spends ~4 ms of CPU opening one.
         conn = self.x_server.connect()
         try:
-            self._light_reset_on(xvfb, conn)
+            restarted = self._light_reset_on(xvfb, conn)
         finally:
             conn.close()
+        if restarted and self._gnome is not None and not self._settling_a_restart:
+            # GNOME Shell started again (the episode left it stale, or killed it): its start has
+            # the bus start services and writes runtime files, as at a new desktop's start, and
+            # the next episode must begin as every other does.
+            self._settling_a_restart = True
+            try:
+                self._as_after_a_reset()
+            finally:
+                self._settling_a_restart = False
 
-    def _light_reset_on(self, xvfb: subprocess.Popen[bytes], conn: Any) -> None:
+    def _light_reset_on(self, xvfb: subprocess.Popen[bytes], conn: Any) -> bool:
+        """The light reset on ``conn``; True when the window manager had to start again."""
         components = self.components
         keep = [xvfb.pid]
         if "sandbox" in components:
@@ -754,9 +766,14 @@ class LocalDesktop(Desktop):
         if settings_changed:
             self._reload_settings()
         self._start_session(keep_wm=keep_wm, conn=conn)
+        restarted = not keep_wm or (components.pids("wm") if "wm" in components else []) != wm
+        # A window manager started again (a stale one replaced) may have moved the pointer as it
+        # started, as GNOME Shell does: back where a new desktop has it.
+        x_state.centre_pointer(conn)
         if settings_changed:
             self._wait_for_redraw()
             self._stop_settings_writer()
+        return restarted
 
     def _stop_settings_writer(self) -> None:
         """Stop dconf's service, which the settings reload started.

@@ -75,9 +75,6 @@ class Session:
             None: once it publishes its desktops.
         freshness: Asks the kept window manager itself what an episode left in it that a new
             one would not have (``deadline`` in, a reason or None out); None: nothing to ask.
-        desktop_window: The window manager shows a desktop window (GNOME Shell's desktop icons,
-            whose program a reset kills and the shell starts again): each start of the session
-            waits until it is mapped, so that no first frame lacks it.
 
     Attributes:
         bus_address: The session bus's address once started, else empty.
@@ -101,10 +98,8 @@ class Session:
         keep_session: bool = False,
         laid_out: Callable[[dict[str, object]], bool] | None = None,
         freshness: Callable[[float], str | None] | None = None,
-        desktop_window: bool = False,
     ) -> None:
         self._laid_out = laid_out
-        self._desktop_window = desktop_window
         self._components = components
         self._bus_config = bus_config
         self._runtime_dir = runtime_dir
@@ -152,8 +147,6 @@ class Session:
                     self.stop_window_manager()
             if "wm" not in self._components:
                 self.start_window_manager(conn, deadline, used=used)
-            if self._desktop_window:
-                self._wait_for_desktop_window(conn, deadline)
         finally:
             if not used:
                 conn.close()
@@ -401,15 +394,6 @@ class Session:
                 return state
             if self._laid_out is not None:
                 time.sleep(0.01)  # a poll interval: the shell lays out on its own main loop
-
-    def _wait_for_desktop_window(self, conn: Any, deadline: float) -> None:
-        """Wait until the desktop window (the desktop's icons) is mapped."""
-        while not window_manager.desktop_window_shown(conn):
-            self._check()
-            if time.monotonic() >= deadline:
-                log = self._components.log_tail("wm")
-                raise ProviderError(f"the desktop's icons never showed\n{log}")
-            time.sleep(0.02)  # a poll interval: the shell starts their program on its own
 
     def _wait_for_selection_released(self, conn: Any, deadline: float) -> None:
         """Wait until no window manager owns ``WM_S0``: the one just killed let it go.

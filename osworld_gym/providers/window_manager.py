@@ -30,7 +30,6 @@ WM_PROPERTIES = (
     "_NET_WORKAREA",
     "_NET_CLIENT_LIST",
 )
-_DESKTOP_TYPE = "_NET_WM_WINDOW_TYPE_DESKTOP"
 # Desktop settings a starting window manager takes over from the root window (openbox keeps the
 # desktops' number, names and the current one over its restarts): deleted before one starts on
 # a used X server, so it starts from its configuration, as on a new desktop. The work area goes
@@ -57,8 +56,7 @@ class WindowManagerState:
         properties: The root window's :data:`WM_PROPERTIES` (absent, empty and 0 alike).
         cursor_serial: XFixes serial of the cursor shown with the pointer over the root
             (0 without XFixes).
-        shown: Windows mapped on screen (of any client), but a desktop window (the desktop's
-            icons).
+        shown: Windows mapped on screen (of any client).
     """
 
     owner: int
@@ -98,16 +96,11 @@ def read_state(conn: Any) -> WindowManagerState:
     windows = tuple(sorted(w.id for w in children if owner and (w.id & client) == (owner & client)))
     width, height = conn.screen().width_in_pixels, conn.screen().height_in_pixels
     shown = []
-    desktop_type = conn.intern_atom(_DESKTOP_TYPE)
     for window in children:
         try:
             if window.get_attributes().map_state != X.IsViewable:
                 continue
             geometry = window.get_geometry()
-            # The desktop's own window (GNOME's desktop icons): the shell starts it again
-            # after a reset killed it, at its own pace; it is never an episode's.
-            if desktop_type in _window_types(conn, window):
-                continue
         except XError:  # destroyed meanwhile (its client just died): not shown
             continue
         if (
@@ -128,29 +121,6 @@ def root_properties(conn: Any) -> tuple[tuple[str, object], ...]:
     """The root window's :data:`WM_PROPERTIES`, by name (absent, empty and 0 alike)."""
     root = conn.screen().root
     return tuple((name, _property_value(conn, root, name)) for name in WM_PROPERTIES)
-
-
-def _window_types(conn: Any, window: Any) -> tuple[int, ...]:
-    from Xlib import Xatom
-
-    prop = window.get_full_property(conn.intern_atom("_NET_WM_WINDOW_TYPE"), Xatom.ATOM)
-    return () if prop is None else tuple(int(v) for v in prop.value)
-
-
-def desktop_window_shown(conn: Any) -> bool:
-    """Whether a desktop window (``_NET_WM_WINDOW_TYPE_DESKTOP``: desktop icons) is mapped."""
-    from Xlib import X
-
-    desktop_type = conn.intern_atom(_DESKTOP_TYPE)
-    for window in conn.screen().root.query_tree().children:
-        try:
-            if window.get_attributes().map_state == X.IsViewable and desktop_type in _window_types(
-                conn, window
-            ):
-                return True
-        except XError:  # destroyed meanwhile
-            continue
-    return False
 
 
 def answers(conn: Any, deadline: float) -> bool:

@@ -130,25 +130,3 @@ def test_start_gives_up_when_the_last_shell_never_goes(
         assert out.getvalue() == ""  # the session script then fails the start
     finally:
         last.dies()
-
-
-def test_ready_once_the_desktops_icons_show(display: str) -> None:
-    from Xlib import X, Xatom
-    from Xlib import display as xdisplay
-
-    shell = _Shell(display)
-    icons = xdisplay.Display(display)
-    try:
-        missing = gnome_image.wait_ready(display, time.monotonic() + 0.2)
-        assert missing == "the desktop's icons are not shown"
-        window = icons.screen().root.create_window(0, 0, 800, 600, 0, X.CopyFromParent)
-        kind = icons.intern_atom("_NET_WM_WINDOW_TYPE")
-        window.change_property(
-            kind, Xatom.ATOM, 32, [icons.intern_atom("_NET_WM_WINDOW_TYPE_DESKTOP")]
-        )
-        window.map()
-        icons.sync()
-        assert gnome_image.wait_ready(display, time.monotonic() + 5) is None
-    finally:
-        icons.close()
-        shell.dies()

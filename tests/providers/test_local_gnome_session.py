@@ -81,33 +81,6 @@ def test_a_reset_gives_the_same_session_again(desktop: LocalDesktop) -> None:
     assert _sh(desktop, "wmctrl -m | head -1") == "Name: GNOME Shell\n"
 
 
-def _desktop_corner(desktop: LocalDesktop) -> np.ndarray:
-    """The screen's bottom-right corner, where Ubuntu's desktop icons start (int pixels)."""
-    frame = desktop.client.screenshot(format="raw", settle=True).to_array().astype(int)
-    return frame[-240:, -320:]
-
-
-def test_the_desktop_shows_home_and_a_reset_forgets_what_an_episode_did_there(
-    desktop: LocalDesktop,
-) -> None:
-    desktop.reset()
-    wallpaper = desktop.client.screenshot(format="raw").to_array().astype(int)[300:400, 600:700]
-    corner = _desktop_corner(desktop)
-    # The Home icon (Yaru's folder: bright, unlike GNOME's plain blue) in the corner.
-    assert np.abs(corner - wallpaper.mean(axis=(0, 1))).max() > 100
-    icons = _sh(desktop, "pgrep -f 'ding@rastersoft.com/ding.js'").split()
-    _sh(desktop, "touch ~/Desktop/planted.txt")
-    wait_until(
-        lambda: np.abs(_desktop_corner(desktop) - corner).mean() > 1,
-        timeout=20,
-        message="the planted file's icon on the desktop",
-    )
-    desktop.reset()
-    # The icons' program is a new one (nothing of the episode in it) and shows Home alone.
-    assert _sh(desktop, "pgrep -f 'ding@rastersoft.com/ding.js'").split() != icons
-    assert np.abs(_desktop_corner(desktop) - corner).mean() < 1
-
-
 def _zone_line(desktop: LocalDesktop) -> str:
     return _sh(desktop, "timedatectl status").split("\n")[3].strip()
 
@@ -214,10 +187,9 @@ def _programs_once_quiet(desktop: LocalDesktop, quiet: float = 2.0) -> set[str]:
 
 
 def test_the_first_episode_runs_the_programs_a_later_one_runs() -> None:
-    """GNOME Shell's start has the session bus start services (the dock's, and the desktop
-    icons' Files, trash and volume monitors), and writes files in the runtime folder; a reset
-    stops the services and empties the folder. The first episode starts as a later one: from a
-    reset, after which the desktop icons start their services again, in every episode alike.
+    """GNOME Shell's start has the session bus start services (the dock's: Files, Tracker,
+    GVfs's trash and volume monitors), and writes files in the runtime folder; a reset stops
+    the services and empties the folder. The first episode starts as a later one: from a reset.
     """
     with launch_desktop(session="gnome", screen_size=(1280, 720)) as fresh:
         runtime = _sh(fresh, 'ls "$XDG_RUNTIME_DIR"').split()

@@ -44,8 +44,8 @@ class ShellState {
             stale.push('unsafe mode is on');
         if (Main.lookingGlass)
             stale.push('Looking Glass was opened');
-        // A fresh session runs the extensions its session mode enables (this one, the dock, the
-        // desktop icons), and no other.
+        // A fresh session runs the extensions its session mode enables (this one and the dock),
+        // and no other.
         const sessionExtensions = Main.sessionMode.enabledExtensions;
         const manager = Main.extensionManager;
         for (const uuid of manager.getUuids()) {
