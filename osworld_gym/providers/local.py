@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from Xlib.error import ConnectionClosedError, XError
+from Xlib.error import ConnectionClosedError, DisplayError, XError
 
 from osworld_gym.errors import DesktopDiedError, DesktopLimitError, ProviderError
 from osworld_gym.guest.client import ClientConfig
@@ -665,8 +665,16 @@ class LocalDesktop(Desktop):
         self._session_ready = False
         try:
             self.session.restart(down, time.monotonic() + self.config.boot_timeout)
-        except (OSError, ProviderError, XError, ConnectionClosedError) as e:
+        except (OSError, ProviderError, XError, ConnectionClosedError, DisplayError) as e:
             # The session stays incomplete (no more revivals) until the reset that follows.
+            # What stopped the part may be an earlier core component dying with it (the X
+            # server: its clients exit first, and no new one connects): that one is the cause.
+            cause = self._earlier_dead(down[0]) if down[0] in self.CORE else down[0]
+            if cause != down[0]:
+                died = self.components.procs[cause]
+                raise DesktopDiedError(
+                    cause, died.returncode, self.components.log_tail(cause)
+                ) from e
             raise DesktopDiedError(down[0], None, f"stopped, and not restarted: {e}") from e
         self._session_ready = True
         return True
