@@ -77,7 +77,7 @@ def _root_properties(display: str) -> dict[str, object]:
 
     conn = xdisplay.Display(display)
     try:
-        return dict(window_manager.read_state(conn).properties)
+        return dict(window_manager.root_properties(conn))
     finally:
         conn.close()
 
