@@ -308,6 +308,9 @@ class QemuDesktop(Desktop):
             f"OSWORLD_SCREEN={width}x{height}",
             f"OSWORLD_GUEST_PORT={self.config.guest_port}",
             f"OSWORLD_SESSION={self.config.session or MINIMAL}",
+            # The guest's own session deadline: the host waits this long for it anyway, and
+            # under software emulation a GNOME start can take longer than the unit's default.
+            f"OSWORLD_BOOT_TIMEOUT={max(1, int(self.config.boot_timeout))}",
         ]
         if self._token:
             lines.append(f"OSWORLD_GUEST_TOKEN={self._token}")

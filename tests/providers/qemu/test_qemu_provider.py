@@ -182,6 +182,7 @@ def test_monitor_snapshot_and_close(
     guest_env = (desktop.folder / "guest.env").read_text()
     assert guest_env.count("OSWORLD_GUEST_TOKEN=") == 1
     assert "OSWORLD_SESSION=minimal\n" in guest_env  # a session left open, outside an env
+    assert "OSWORLD_BOOT_TIMEOUT=3\n" in guest_env  # the guest's session waits as the host does
     assert oct((desktop.folder / "guest.env").stat().st_mode & 0o777) == "0o600"
     desktop.check()
     folder = desktop.folder
