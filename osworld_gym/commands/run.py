@@ -359,9 +359,9 @@ def add_session_option(parser: Any) -> None:
         "--session",
         choices=SESSIONS,
         default=None,
-        help="local, docker: the desktop's session: 'gnome' (GNOME Shell laid out as OSWorld's "
-        "Ubuntu VM) or 'minimal' (openbox, light); default: gnome for OSWorld's task files, "
-        "minimal for the bundled suites",
+        help="local, docker, qemu: the desktop's session: 'gnome' (GNOME Shell laid out as "
+        "OSWorld's Ubuntu VM) or 'minimal' (openbox, light); default: gnome for OSWorld's task "
+        "files, minimal for the bundled suites",
     )
 
 
@@ -375,11 +375,13 @@ def provider_from_args(
 ) -> tuple[Any, str]:
     """What the envs get as ``provider`` (a picklable name or config), and the image to record.
 
-    A local or docker provider's session is settled here (``session``, else the one ``tasks``
-    need), so the run records the desktop its scores come from.
+    A local, docker or qemu provider's session is settled here (``session``, else the one
+    ``tasks`` need), so the run records the desktop its scores come from.
     """
-    if session is not None and (remote is not None or name not in ("local", "docker")):
-        raise ValueError(f"--session {session} is for the local and docker providers, not {name}")
+    if session is not None and (remote is not None or name not in ("local", "docker", "qemu")):
+        raise ValueError(
+            f"--session {session} is for the local, docker and qemu providers, not {name}"
+        )
     if remote is not None:
         if image:
             raise ValueError("--image is for the docker provider, not remote")
@@ -404,6 +406,16 @@ def provider_from_args(
         return config, config.image
     if image:
         raise ValueError(f"--image is for the docker provider, not {name}")
+    if name == "qemu":
+        from osworld_gym.errors import ProviderError
+        from osworld_gym.providers.qemu_config import QemuProviderConfig
+
+        chosen = session or session_for(tasks, in_image=True)
+        try:
+            config = QemuProviderConfig.from_built_image(screen_size=screen, session=chosen)
+        except ProviderError as e:
+            raise ValueError(str(e)) from e
+        return config, f"{config.image}, {chosen}"
     return name, f"{name} provider default"
 
 

@@ -59,7 +59,7 @@ def make_provider(
     docker_provider = _make_docker_provider(spec, screen_size, tasks)
     if docker_provider is not None:
         return docker_provider
-    vm_provider = _make_vm_provider(spec, screen_size)
+    vm_provider = _make_vm_provider(spec, screen_size, tasks)
     if vm_provider is not None:
         return vm_provider
     provider = spec if isinstance(spec, Provider) else None
@@ -80,9 +80,12 @@ def make_provider(
 
 
 def _make_vm_provider(
-    spec: str | ProviderConfig | Provider | None, screen_size: tuple[int, int] | None
+    spec: str | ProviderConfig | Provider | None,
+    screen_size: tuple[int, int] | None,
+    tasks: Iterable[Task],
 ) -> Provider | None:
-    """The ``qemu`` or ``remote`` provider for a name or config of theirs; None for others."""
+    """The ``qemu`` (its session settled) or ``remote`` provider for a name or config of theirs;
+    None for others."""
     from osworld_gym.providers.qemu import QemuProvider, QemuProviderConfig
     from osworld_gym.providers.remote import RemoteProvider, RemoteProviderConfig
 
@@ -102,23 +105,25 @@ def _make_vm_provider(
         )
     if isinstance(spec, RemoteProviderConfig):
         return RemoteProvider(spec)
-    return QemuProvider(spec)
+    return QemuProvider(settle_session(spec, tasks))
 
 
 def settle_session(spec: S, tasks: Iterable[Task]) -> S:
     """A config that leaves its session open, with the one ``tasks`` need.
 
-    Local and docker configs. Anything else (a name, a chosen session, the official image, a
-    qemu config, a ready provider) is returned as it is. See
-    :func:`~osworld_gym.providers.session_choice.session_for`. A qemu VM of our image runs
-    GNOME when its config says ``session="gnome"``: no GNOME boot of the qcow2 has been
-    measured yet (software emulation), so it is not chosen for the user.
+    Local, docker and qemu configs of our image. Anything else (a name, a chosen session,
+    OSWorld's official image or VM, a ready provider) is returned as it is. See
+    :func:`~osworld_gym.providers.session_choice.session_for`.
     """
     from osworld_gym.providers.local import LocalProviderConfig
+    from osworld_gym.providers.qemu_config import QemuProviderConfig
     from osworld_gym.providers.session_choice import session_for
 
     if isinstance(spec, LocalProviderConfig) and spec.session is None:
         return dataclasses.replace(spec, session=session_for(tasks, sandbox=spec.sandbox))
+    # Our image's VM learns its session through guest_env; OSWorld's VM has its own desktop.
+    if isinstance(spec, QemuProviderConfig) and spec.session is None and spec.guest_env:
+        return dataclasses.replace(spec, session=session_for(tasks, in_image=True))
     try:
         from osworld_gym.providers.docker_provider import DockerProviderConfig
     except ImportError:  # without its optional dependencies there is no docker config either

@@ -46,10 +46,10 @@ class QemuProviderConfig(ProviderConfig):
         token: A fixed token the guest requires; with ``guest_env`` and no token a random one
             is made per desktop.
         session: Our image's desktop session (``OSWORLD_SESSION`` through ``fw_cfg``, with
-            ``guest_env``), as a docker desktop's: ``"gnome"`` or ``"minimal"``; None runs
-            ``"minimal"`` (GNOME is not chosen for you here: no GNOME boot of the qcow2 under
-            software emulation has been measured yet). OSWorld's Ubuntu is its own GNOME
-            desktop.
+            ``guest_env``), as a docker desktop's: ``"gnome"`` or ``"minimal"``; None is
+            settled by the env's tasks (GNOME for OSWorld's task files,
+            :func:`~osworld_gym.providers.settle_session`), and runs ``"minimal"`` when the
+            provider is used on its own. OSWorld's Ubuntu is its own GNOME desktop.
         snapshot_name: Name of the ready-state VM snapshot.
         check_screen_size: Refuse a guest whose reported screen differs from ``screen_size``.
         work_dir: Parent of the VMs' private folders (overlay, monitor socket, logs); default

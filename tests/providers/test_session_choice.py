@@ -81,6 +81,27 @@ def test_make_provider_settles_an_open_session_and_keeps_a_chosen_one(
     # A ready provider is the caller's: passed through as it is.
     ready = LocalProvider(LocalProviderConfig(reap_leftovers=False))
     assert make_provider(ready, tasks=tasks) is ready and ready.config.session is None
+    # A qemu VM of our image: its config is settled as it becomes a provider.
+    from osworld_gym.providers.qemu import QemuProvider
+    from osworld_gym.providers.qemu_config import QemuProviderConfig
+
+    vm = make_provider(QemuProviderConfig(image="/nonexistent.qcow2"), tasks=tasks)
+    assert isinstance(vm, QemuProvider) and vm.config.session == "gnome"
+
+
+def test_the_cli_settles_a_qemu_vms_session(tmp_path: Path) -> None:
+    manifest = {"image": "disk.qcow2", "kernel": "vmlinuz", "guest_port": 5000}
+    (tmp_path / "image.json").write_text(json.dumps(manifest))
+    tasks = load_tasks(_folder(tmp_path / "tasks", OSWORLD_TASK))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OSWORLD_GYM_QEMU_IMAGE_DIR", str(tmp_path))
+        config, described = provider_from_args("qemu", None, (640, 480), tasks=tasks)
+        assert (config.session, described) == ("gnome", f"{tmp_path / 'disk.qcow2'}, gnome")
+        config, _ = provider_from_args("qemu", None, (640, 480), session="minimal", tasks=tasks)
+        assert config.session == "minimal"
+        patch.setenv("OSWORLD_GYM_QEMU_IMAGE_DIR", str(tmp_path / "none"))
+        with pytest.raises(ValueError, match="no qemu image at"):
+            provider_from_args("qemu", None, (640, 480), tasks=tasks)
 
 
 def test_the_cli_records_the_session_it_settled(
@@ -94,8 +115,8 @@ def test_the_cli_records_the_session_it_settled(
         "local", None, (640, 480), session="minimal", tasks=tasks
     )
     assert (config.session, described.endswith(", minimal")) == ("minimal", True)
-    with pytest.raises(ValueError, match="--session gnome is for the local and docker"):
-        provider_from_args("qemu", None, (640, 480), session="gnome")
+    with pytest.raises(ValueError, match="--session gnome is for the local, docker and qemu"):
+        provider_from_args("remote", None, (640, 480), session="gnome")
 
 
 def test_docker_desktops_get_the_session_their_tasks_need_whatever_this_host_has(
@@ -119,11 +140,13 @@ def test_docker_desktops_get_the_session_their_tasks_need_whatever_this_host_has
     official = DockerProviderConfig.for_official("/data/Ubuntu.qcow2")
     assert settle_session(official, tasks).session is None  # OSWorld's own GNOME VM
     assert settle_session("docker", tasks) == "docker"  # a name: settled once it is a config
-    # The qemu recipe's VM runs GNOME when asked (not chosen for the user: unmeasured there);
-    # OSWorld's Ubuntu.qcow2 is its own GNOME desktop.
+    # The qemu recipe's VM as a container; OSWorld's Ubuntu.qcow2 is its own GNOME desktop.
     from osworld_gym.providers.qemu_config import QemuProviderConfig
 
-    assert settle_session(QemuProviderConfig(), tasks).session is None
+    assert settle_session(QemuProviderConfig(), tasks).session == "gnome"
+    assert settle_session(QemuProviderConfig(), load_tasks("desktop-basics")).session == "minimal"
+    assert settle_session(QemuProviderConfig(session="minimal"), tasks).session == "minimal"
+    assert settle_session(QemuProviderConfig(guest_env=False), tasks).session is None
     assert QemuProviderConfig(session="gnome").session == "gnome"
     with pytest.raises(ValueError, match="guest_env"):
         QemuProviderConfig(guest_env=False, session="gnome")
