@@ -111,7 +111,9 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         self.provider = make_provider(
             provider, screen_size=self.config.screen_size, tasks=self.tasks
         )
-        self.evaluator = Evaluator(mode=self.config.evaluation)
+        self.evaluator = Evaluator(
+            mode=self.config.evaluation, reference=self.config.evaluator_reference
+        )
         self.cache = (
             AssetCache(Path(self.config.cache_dir), offline=self.config.offline)
             if (self.config.cache_dir)
@@ -528,6 +530,8 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
             "infra_error": None,
             "fail_replaced": False,
             "evaluation_mode": self.config.evaluation,  # "osworld" or "fixed" metrics
+            # whose OSWorld evaluator code the scores follow ("osworld-2026.04", ...)
+            "evaluator_reference": self.config.evaluator_reference,
         }
         info.update(extra)
         info["timings"] = Timings(timings)  # a live view: phases still being timed show up

@@ -7,6 +7,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from osworld_gym.evaluation.references import DEFAULT_REFERENCE, check_reference
+
 DEFAULT_SUITE = "desktop-basics"
 ACTION_FORMATS = ("uitars", "pyautogui", "computer_13", "structured")
 # "osworld": every metric scores as OSWorld's own code does (published numbers compare);
@@ -77,6 +79,10 @@ class EnvConfig:
         client_password: The desktop user's password (OSWorld's ``{CLIENT_PASSWORD}``).
         evaluation: ``"osworld"`` (default) scores exactly as OSWorld's code, bugs included;
             ``"fixed"`` corrects the metrics docs/concepts/evaluation.md#fixed-mode lists.
+        evaluator_reference: Which OSWorld's evaluator code scores follow:
+            ``"osworld-2026.04"`` (default: the code that goes with the task files) or
+            ``"osworld-1.0.2"`` (desktop-env 1.0.2, to reproduce numbers of that era);
+            recorded in ``info`` and run summaries (:mod:`osworld_gym.evaluation.references`).
     """
 
     action_format: str = "uitars"
@@ -102,6 +108,7 @@ class EnvConfig:
     offline: bool = False
     client_password: str = "password"
     evaluation: str = "osworld"
+    evaluator_reference: str = DEFAULT_REFERENCE
 
     def __post_init__(self) -> None:
         if self.action_format not in ACTION_FORMATS:
@@ -112,6 +119,7 @@ class EnvConfig:
             raise ValueError(
                 f"evaluation must be one of {EVALUATION_MODES}, got {self.evaluation!r}"
             )
+        check_reference(self.evaluator_reference)
         if self.settle_mode not in SETTLE_MODES:
             raise ValueError(f"settle_mode must be one of {SETTLE_MODES}, got {self.settle_mode!r}")
         if self.frame_format not in FRAME_FORMATS:

@@ -16,8 +16,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from osworld_gym.downloads import AssetCache
-from osworld_gym.evaluation.getters import GETTERS
-from osworld_gym.evaluation.metrics import METRICS, unsupported_options
+from osworld_gym.evaluation.getters import getters_for
+from osworld_gym.evaluation.metrics import metrics_for, unknown_to_reference, unsupported_options
+from osworld_gym.evaluation.references import DEFAULT_REFERENCE
 from osworld_gym.task_setup import NEEDS, SUPPORTED_STEP_TYPES
 from osworld_gym.tasks import Task
 
@@ -48,6 +49,8 @@ class TaskSupport:
         lacks: What is missing, one readable item each (empty when fully supported).
         urls: How many assets the task fetches by URL (cacheable).
         file_and_command_checks: Its checks only read files, command output or rules.
+        warnings: What of its evaluator the evaluator reference's code ignores (an option):
+            it is scored, as that code scores it, which may not be what the file means.
     """
 
     task_id: str
@@ -55,6 +58,7 @@ class TaskSupport:
     lacks: tuple[str, ...]
     urls: int
     file_and_command_checks: bool
+    warnings: tuple[str, ...] = ()
 
     @property
     def supported(self) -> bool:
@@ -62,32 +66,47 @@ class TaskSupport:
         return not self.lacks
 
 
-def task_support(task: Task) -> TaskSupport:
-    """Check one task against the implemented step types, getters and metrics."""
+def task_support(task: Task, reference: str = DEFAULT_REFERENCE) -> TaskSupport:
+    """Check one task against the implemented step types, getters and metrics.
+
+    Args:
+        task: The task.
+        reference: The evaluator reference it would be scored under
+            (:mod:`osworld_gym.evaluation.references`): a metric or getter that reference's
+            code lacks is a lack, an option it ignores a warning.
+    """
     needs = task.needs
+    metrics, getters = metrics_for("osworld", reference), getters_for(reference)
     lacks: list[str] = []
+    warnings: list[str] = []
     for step_type in sorted(needs.setup_steps - SUPPORTED_STEP_TYPES):
         lacks.append(
             f"setup step {step_type!r} (needs {NEEDS.get(step_type, 'an implementation')})"
         )
-    lacks += [f"getter {g!r}" for g in sorted(needs.getters - set(GETTERS))]
-    lacks += [f"metric {m!r}" for m in sorted(needs.metrics - set(METRICS))]
+    lacks += [f"getter {g!r}" for g in sorted(needs.getters - set(getters))]
+    lacks += [f"metric {m!r}" for m in sorted(needs.metrics - set(metrics))]
     for check in task.evaluator.checks:
-        if check.func in METRICS:
+        if check.func in metrics:
             lacks += unsupported_options(check.func, dict(check.options))
+            warnings += unknown_to_reference(check.func, dict(check.options), reference)
     if task.proxy:
         lacks.append("a proxy (the task's sites block bots)")
     if task.fixed_ip:
         lacks.append("OSWorld's fixed-IP Google Drive set-up")
     file_checks = needs.infeasible or needs.getters <= FILE_AND_COMMAND_GETTERS
     return TaskSupport(
-        task.id, task.domain, tuple(dict.fromkeys(lacks)), len(needs.urls), file_checks
+        task.id,
+        task.domain,
+        tuple(dict.fromkeys(lacks)),
+        len(needs.urls),
+        file_checks,
+        tuple(dict.fromkeys(warnings)),
     )
 
 
-def support_report(tasks: Iterable[Task]) -> list[TaskSupport]:
+def support_report(tasks: Iterable[Task], reference: str = DEFAULT_REFERENCE) -> list[TaskSupport]:
     """:func:`task_support` for every task, in order."""
-    return [task_support(task) for task in tasks]
+    return [task_support(task, reference) for task in tasks]
 
 
 def format_report(
@@ -99,6 +118,8 @@ def format_report(
         for item in report:
             if not item.supported:
                 lines.append(f"{item.domain}/{item.task_id}: lacks {'; '.join(item.lacks)}")
+            if item.warnings:
+                lines.append(f"{item.domain}/{item.task_id}: warning: {'; '.join(item.warnings)}")
     by_domain: dict[str, list[TaskSupport]] = {}
     for item in report:
         by_domain.setdefault(item.domain or "-", []).append(item)
@@ -120,6 +141,11 @@ def format_report(
         lines.append("")
         lines.append("most common lacks:")
         lines += [f"  {count:>4}  {lack}" for lack, count in common]
+    warned = Counter(warning for item in report for warning in item.warnings)
+    if warned:
+        lines.append("")
+        lines.append("warnings (scored as the evaluator reference's code scores them):")
+        lines += [f"  {count:>4}  {warning}" for warning, count in warned.most_common()]
     with_urls = [i for i in report if i.urls]
     lines.append("")
     lines.append(

@@ -15,6 +15,7 @@ from typing import Any
 
 from osworld_gym.commands.export_actions import ACTION_FIELDS
 from osworld_gym.commands.export_metadata import METADATA_KEY
+from osworld_gym.evaluation.references import REFERENCE_SOURCES
 
 __all__ = ["CARD_FILE", "DATA_FILES", "render_card", "size_category"]
 
@@ -26,8 +27,8 @@ TASK_CATEGORY = {"step": "image-text-to-text", "trajectory": "reinforcement-lear
 TAGS = ("osworld", "osworld-gym", "gui-agent", "computer-use", "trajectories", "screenshots")
 # The settings a reader looks for first, in this order; the rest are in the JSON block.
 HEADLINE_SETTINGS = ("tasks", "agent", "model", "action_space", "mode", "max_steps",
-                     "screen_size", "provider", "evaluation", "seed", "temperature",
-                     "package_version")  # fmt: skip
+                     "screen_size", "provider", "evaluation", "evaluator_reference", "seed",
+                     "temperature", "package_version")  # fmt: skip
 
 
 def size_category(rows: int) -> str:
@@ -142,6 +143,17 @@ def _actions() -> str:
     )
 
 
+def _reference_line(settings: Mapping[str, Any]) -> list[str]:
+    """Where the scores' evaluator reference comes from (or that the source did not say)."""
+    reference = settings.get("evaluator_reference")
+    if reference in REFERENCE_SOURCES:
+        return [f"- scores follow {REFERENCE_SOURCES[reference]}"]
+    if settings and "evaluator_reference" not in settings and "evaluation" in settings:
+        # Run folders written before the reference was recorded scored as desktop-env 1.0.2.
+        return ["- evaluator_reference: not recorded (such runs scored as `osworld-1.0.2`)"]
+    return []
+
+
 def _settings(metadata: Mapping[str, Any]) -> str:
     runs = metadata.get("runs") or {}
     out = ["## Settings of the source\n"]
@@ -153,6 +165,7 @@ def _settings(metadata: Mapping[str, Any]) -> str:
         out.append(f"### `{folder}`\n")
         lines = [f"- {key}: `{json.dumps(settings[key])}`" for key in HEADLINE_SETTINGS
                  if key in settings]  # fmt: skip
+        lines += _reference_line(settings)
         if overall:
             lines.append(
                 f"- scored {overall.get('scored')} of {overall.get('tasks')} tasks "

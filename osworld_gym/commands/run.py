@@ -11,8 +11,9 @@ A task that cannot be scored is an error, never a 0: its episode could not start
 failed), an infrastructure fault cut it, or it could not be evaluated (a metric library that is
 not installed names ``pip install 'osworld-gym[eval]'``). Its folder gets ``error.txt`` instead of
 ``result.txt``, the summary counts it under ``errors`` apart from the scored tasks, and a rerun
-runs it again. ``summary.json`` also records the evaluation mode (``--evaluation``), the seed and
-the versions of Python, osworld-gym and the metric libraries (``versions``).
+runs it again. ``summary.json`` also records the evaluation mode (``--evaluation``), the
+evaluator reference (``--evaluator-reference``: whose OSWorld evaluator code the scores follow),
+the seed and the versions of Python, osworld-gym and the metric libraries (``versions``).
 
 ``--agent openai`` first asks the server for ``GET {--base-url}/models`` (a few seconds at
 most): an unreachable server or an error answer stops the run before any desktop starts.
@@ -68,6 +69,7 @@ from osworld_gym.commands.summary import (
     write_summary,
 )
 from osworld_gym.env_config import EVALUATION_MODES
+from osworld_gym.evaluation.references import DEFAULT_REFERENCE, REFERENCES
 from osworld_gym.providers import PROVIDER_NAMES
 from osworld_gym.providers.session_choice import SESSIONS, session_for
 from osworld_gym.tasks import Task, TaskSet, load_tasks
@@ -167,6 +169,14 @@ def add_parser(sub: Any) -> None:
         default="osworld",
         help="osworld: score exactly as OSWorld's code; fixed: with the metric fixes of "
         "docs/concepts/evaluation.md",
+    )
+    run.add_argument(
+        "--evaluator-reference",
+        choices=REFERENCES,
+        default=DEFAULT_REFERENCE,
+        help="whose OSWorld evaluator code the scores follow: the one that goes with the task "
+        "files (default) or desktop-env 1.0.2's, to reproduce numbers of that era (recorded in "
+        "the summary)",
     )
     run.add_argument("--online", action="store_true", help="allow downloading task assets")
     run.add_argument("--step-timeout", type=float, default=600.0, help="seconds per step")
@@ -273,6 +283,7 @@ def _plan(args: argparse.Namespace) -> _Plan:
         "screen_size": screen,
         "offline": not args.online,
         "evaluation": args.evaluation,
+        "evaluator_reference": args.evaluator_reference,
         **agent.env_kwargs,
     }
     settings = {
@@ -298,6 +309,7 @@ def _plan(args: argparse.Namespace) -> _Plan:
         "num_envs": args.num_envs,
         "offline": not args.online,
         "evaluation": args.evaluation,
+        "evaluator_reference": args.evaluator_reference,
         "seed": args.seed,
     }
     return _Plan(args, tasks, agent, layout, dialect, settings, env_kwargs)
@@ -581,6 +593,7 @@ def _record(plan: _Plan, task: Task, task_dir: Path, trajectory: Any) -> float |
         "agent": plan.agent.kind,
         "model": plan.agent.model,
         "evaluation": settings["evaluation"],
+        "evaluator_reference": settings["evaluator_reference"],
         "seed": settings["seed"],
     }
     return write_task(task_dir, trajectory, domain=task.domain, dialect=plan.dialect, extra=extra)

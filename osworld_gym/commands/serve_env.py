@@ -31,6 +31,7 @@ from osworld_gym.commands.run import (
 )
 from osworld_gym.env_config import ACTION_FORMATS, EVALUATION_MODES
 from osworld_gym.errors import DependencyNotInstalled
+from osworld_gym.evaluation.references import DEFAULT_REFERENCE, REFERENCES
 from osworld_gym.providers import PROVIDER_NAMES
 from osworld_gym.tasks import load_tasks
 
@@ -90,6 +91,13 @@ def add_parser(sub: Any) -> None:
         default="osworld",
         help="osworld: score exactly as OSWorld's code; fixed: with the metric fixes of "
         "docs/concepts/evaluation.md",
+    )
+    serve.add_argument(
+        "--evaluator-reference",
+        choices=REFERENCES,
+        default=DEFAULT_REFERENCE,
+        help="whose OSWorld evaluator code the scores follow: the one that goes with the task "
+        "files (default) or desktop-env 1.0.2's",
     )
     serve.add_argument("--online", action="store_true", help="allow downloading task assets")
     serve.add_argument("--step-timeout", type=float, default=600.0, help="seconds per step")
@@ -207,6 +215,7 @@ def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "screen_size": screen,
         "offline": not args.online,
         "evaluation": args.evaluation,
+        "evaluator_reference": args.evaluator_reference,
     }
 
 

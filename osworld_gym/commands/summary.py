@@ -44,9 +44,11 @@ SCORE_SETTINGS = (
     "agent",
     "model",
     "evaluation",
+    "evaluator_reference",
 )
 """Settings that must match for a rerun to continue a run (they change what a score means)."""
-SETTING_DEFAULTS = {"evaluation": "osworld"}
+# Runs recorded before the reference was: their scores followed desktop-env 1.0.2's code.
+SETTING_DEFAULTS = {"evaluation": "osworld", "evaluator_reference": "osworld-1.0.2"}
 """What a run folder written before a setting was recorded ran with."""
 METRIC_EXTRAS = ("eval", "media", "ocr", "chrome")
 """The extras whose packages score tasks (metrics, and the Chrome getters' Playwright)."""

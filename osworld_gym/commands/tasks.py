@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from osworld_gym.cli_options import one_line, positive_int, screen_size
+from osworld_gym.evaluation.references import DEFAULT_REFERENCE, REFERENCES
 from osworld_gym.providers import PROVIDER_NAMES
 from osworld_gym.providers.session_choice import SESSIONS, session_for
 
@@ -90,6 +91,13 @@ def add_parser(sub: Any) -> None:
         default=(1920, 1080),
         help="report --fidelity: WxH (OSWorld's VM: 1920x1080)",
     )
+    tasks.add_argument(
+        "--evaluator-reference",
+        choices=REFERENCES,
+        default=DEFAULT_REFERENCE,
+        help="report: the OSWorld evaluator code tasks would be scored under; warns where a "
+        "task file uses an option or metric that code does not know",
+    )
     tasks.add_argument("--guest-url", help="report: ask this running guest for its commands")
     tasks.add_argument("--token", help="report --guest-url: the guest's token")
     tasks.add_argument("--jobs", type=positive_int, default=4, help="fetch: downloads at once")
@@ -140,7 +148,7 @@ def tasks_command(args: argparse.Namespace) -> int:
     elif args.provider:
         return _runnable_report(args, tasks)
     else:
-        report = support_report(tasks)
+        report = support_report(tasks, args.evaluator_reference)
         sys.stdout.write(format_report(report, verbose=not args.summary) + "\n")
     return 0
 

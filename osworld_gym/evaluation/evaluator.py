@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from osworld_gym.errors import DependencyNotInstalled, EvaluatorError, GuestError
-from osworld_gym.evaluation.getters import GETTERS, EvalContext, Getter
+from osworld_gym.evaluation.getters import EvalContext, Getter, getters_for
 from osworld_gym.evaluation.metrics._deps import INSTALL_HINT
+from osworld_gym.evaluation.references import DEFAULT_REFERENCE, check_reference
 from osworld_gym.tasks.model import Check, EvaluatorSpec, GetterSpec
 
 logger = logging.getLogger(__name__)
@@ -49,15 +50,18 @@ class EvaluationResult:
     reason: str = ""  # set when a rule decided the score without metrics (infeasible, FAIL)
 
 
-def default_metrics(mode: str = "osworld") -> Mapping[str, Metric]:
+def default_metrics(
+    mode: str = "osworld", reference: str = DEFAULT_REFERENCE
+) -> Mapping[str, Metric]:
     """The metric registry of :mod:`osworld_gym.evaluation.metrics` for an evaluation mode.
 
     Args:
         mode: ``"osworld"`` (OSWorld's scores) or ``"fixed"`` (its known metric bugs fixed).
+        reference: Whose evaluator code (:mod:`osworld_gym.evaluation.references`).
     """
     from osworld_gym.evaluation.metrics import metrics_for
 
-    return metrics_for(mode)
+    return metrics_for(mode, reference)
 
 
 class Evaluator:
@@ -65,13 +69,17 @@ class Evaluator:
 
     Args:
         metrics: Name -> metric function (default: the package's registry for ``mode``).
-        getters: Getter type -> getter (default: :data:`~osworld_gym.evaluation.getters.GETTERS`).
+        getters: Getter type -> getter (default: the reference's,
+            :func:`~osworld_gym.evaluation.getters.getters_for`).
         mode: ``"osworld"`` (default: score as OSWorld's code does) or ``"fixed"`` (the
             metrics of :data:`~osworld_gym.evaluation.metrics.FIXED_METRICS` corrected);
             ignored when ``metrics`` is given.
+        reference: The OSWorld evaluator code scores follow (``"osworld-2026.04"``, the
+            default, or ``"osworld-1.0.2"``); ignored for what ``metrics``/``getters`` give.
 
     Attributes:
         mode: The evaluation mode.
+        reference: The evaluator reference.
     """
 
     def __init__(
@@ -80,10 +88,12 @@ class Evaluator:
         getters: Mapping[str, Getter] | None = None,
         *,
         mode: str = "osworld",
+        reference: str = DEFAULT_REFERENCE,
     ) -> None:
         self.mode = mode
-        self.metrics = dict(metrics if metrics is not None else default_metrics(mode))
-        self.getters = dict(getters if getters is not None else GETTERS)
+        self.reference = check_reference(reference)
+        self.metrics = dict(metrics if metrics is not None else default_metrics(mode, reference))
+        self.getters = dict(getters if getters is not None else getters_for(reference))
 
     def missing(self, spec: EvaluatorSpec) -> list[str]:
         """What this evaluator lacks to score ``spec`` (empty when fully supported)."""

@@ -18,17 +18,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from osworld_gym.downloads import AssetCache, AssetUnavailableError, resolve_local_path
 from osworld_gym.errors import EvaluatorError, GuestAuthError, GuestHTTPError
+from osworld_gym.evaluation import getters_browser
 from osworld_gym.evaluation.getters_apps import APP_GETTERS
 from osworld_gym.evaluation.getters_browser import CHROME_BROWSER_GETTERS
 from osworld_gym.evaluation.getters_chrome import CHROME_PROFILE_GETTERS
 from osworld_gym.evaluation.getters_html import CHROME_HTML_GETTERS
 from osworld_gym.evaluation.getters_slides import SLIDE_GETTERS
-from osworld_gym.evaluation.getters_time import TIME_GETTERS
+from osworld_gym.evaluation.getters_time import TIME_GETTERS, get_rule_relativeTime_1_0_2
+from osworld_gym.evaluation.getters_vscode import VSCODE_GETTERS, get_vscode_config_1_0_2
 from osworld_gym.evaluation.metrics._deps import require
+from osworld_gym.evaluation.references import DEFAULT_REFERENCE, OSWORLD_2026_04, check_reference
 from osworld_gym.guest.client import GuestClient
 
 logger = logging.getLogger(__name__)
@@ -345,7 +349,60 @@ GETTERS: dict[str, Getter] = {
     # dates relative to today; media inside presentations
     **TIME_GETTERS,
     **SLIDE_GETTERS,
+    # a file VS Code's evaluation extension writes on a palette command
+    **VSCODE_GETTERS,
 }
+
+
+# The getters whose behaviour in desktop-env 1.0.2 differs from OSWorld's code of 2026.04 (the
+# default reference, GETTERS): type -> the 1.0.2 behaviour, for evaluator_reference
+# "osworld-1.0.2". Per getter: what changed (docs/concepts/evaluation.md).
+REFERENCE_1_0_2_GETTERS: Mapping[str, Getter] = MappingProxyType(
+    {
+        # 1.0.2 does not raise VS Code's window first, and gives None for a missing file
+        # (2026.04 falls back to VS Code's workspace records).
+        "vscode_config": get_vscode_config_1_0_2,
+        # 1.0.2 counts from the host's clock, never the desktop's, and fails on a list of
+        # templates (chrome/82bc8d6a has one).
+        "rule_relativeTime": get_rule_relativeTime_1_0_2,
+        # 1.0.2 reloads to "networkidle" and gives None on any timeout.
+        "active_tab_info": getters_browser.get_active_tab_info_1_0_2,
+        # 1.0.2 titles a timed-out tab "Error encountered" (2026.04: "Load timeout").
+        "open_tabs_info": getters_browser.get_open_tabs_info_1_0_2,
+        # 1.0.2 loads the page in a fresh context (no profile cookies); a timeout titled
+        # "Error encountered".
+        "page_info": getters_browser.get_page_info_1_0_2,
+    }
+)
+
+# Getter types OSWorld added after desktop-env 1.0.2: the "osworld-1.0.2" reference lacks them.
+NEW_GETTERS_SINCE_1_0_2: frozenset[str] = frozenset(
+    {
+        "chrome_color_scheme",  # the theme in every profile's Preferences, newest first
+        "chrome_appearance_mode_ui",  # the settings page's theme, the files as a fallback
+    }
+)
+
+
+def getters_for(reference: str = DEFAULT_REFERENCE) -> Mapping[str, Getter]:
+    """The type → getter mapping of an evaluator reference.
+
+    Args:
+        reference: ``"osworld-2026.04"`` (default: :data:`GETTERS`) or ``"osworld-1.0.2"``
+            (:data:`REFERENCE_1_0_2_GETTERS` swapped in, :data:`NEW_GETTERS_SINCE_1_0_2` left
+            out).
+
+    Raises:
+        ValueError: Another reference.
+
+    Example:
+        >>> getters_for()["vm_file"] is GETTERS["vm_file"]
+        True
+    """
+    if check_reference(reference) == OSWORLD_2026_04:
+        return MappingProxyType(GETTERS)
+    older = {n: g for n, g in GETTERS.items() if n not in NEW_GETTERS_SINCE_1_0_2}
+    return MappingProxyType({**older, **REFERENCE_1_0_2_GETTERS})
 
 
 def get_getter(name: str) -> Getter:

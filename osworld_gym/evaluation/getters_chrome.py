@@ -8,6 +8,11 @@ file is missing or not what Chrome writes, each getter returns OSWorld's documen
 Track getter answering ``"Google"``) are kept, since task rules were written against them.
 Chrome writes these files lazily (Preferences about 10 s after a change, Cookies and History
 when it flushes), as in OSWorld, which is why tasks close Chrome in ``postconfig`` first.
+
+OSWorld's code of 2026.04 changed these getters only where the desktop is ARM (where it reads
+the snap Chromium's profile instead); on our x86_64 desktops they read what they read in
+desktop-env 1.0.2. It added ``chrome_color_scheme`` (:func:`get_chrome_color_scheme`), which
+ranks every profile's Preferences by age and re-reads them while Chrome may still be flushing.
 """
 
 from __future__ import annotations
@@ -15,11 +20,12 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from typing import TYPE_CHECKING, Any
 
-from osworld_gym.errors import GuestHTTPError
+from osworld_gym.errors import GuestAuthError, GuestHTTPError
 
 if TYPE_CHECKING:
     from osworld_gym.evaluation.getters import EvalContext
@@ -213,8 +219,15 @@ _COLOR_SCHEME_NAMES = {"system": "system", "default": "system", "0": "system", "
 def color_scheme_from_preferences(data: Mapping[str, Any]) -> str:
     """OSWorld's reading of the appearance mode from Preferences: system, light or dark.
 
-    ``browser.theme.color_scheme2`` (else ``color_scheme``): 0 system, 1 light, 2 dark; a
-    ``extensions.theme.system_theme`` of 0 (Chrome's classic, non-GTK theme) reads as light.
+    ``browser.theme.color_scheme2`` (else ``color_scheme``): 0 system, 1 light, 2 dark, as a
+    number (a boolean counts as one, as in Python: ``true`` is light) or as text (``"dark"``,
+    ``"2"``, ``"default"``...); anything else reads as system. An
+    ``extensions.theme.system_theme`` of 0 (Chrome's classic, non-GTK theme) reads as light
+    whatever the scheme says.
+
+    Raises:
+        AttributeError: a section on the way is not a JSON object.
+        ValueError, OverflowError: the scheme is a number with no integer value (NaN, infinity).
 
     Example:
         >>> color_scheme_from_preferences({"browser": {"theme": {"color_scheme2": 2}}})
@@ -225,22 +238,129 @@ def color_scheme_from_preferences(data: Mapping[str, Any]) -> str:
     mode = None
     if isinstance(raw, str):
         mode = _COLOR_SCHEME_NAMES.get(raw.strip().lower())
-    elif isinstance(raw, int | float) and not isinstance(raw, bool):
+    elif isinstance(raw, int | float):
         mode = _COLOR_SCHEMES.get(int(raw))
     if data.get("extensions", {}).get("theme", {}).get("system_theme", None) in (0, "0", False):
         return "light"
     return mode or "system"
 
 
-def preferences_color_scheme(ctx: EvalContext) -> str:
-    """The appearance mode from the profile's Preferences (``"system"`` when unreadable)."""
-    return _from_json(
-        ctx,
-        "chrome_color_scheme",
-        color_scheme_from_preferences,
-        "system",
-        f"{CHROME_PROFILE}/Preferences",
+# Where 2026.04 looks for Chrome profiles on a Linux x86_64 desktop: the guest user's own folder,
+# then those of OSWorld's two image users (on our desktops the first two are the same folder,
+# listed once). Within each: the default, guest and numbered profiles.
+_PROFILE_ROOTS = (CHROME_USER_DATA, "/home/user/.config/google-chrome",
+                  "/home/ubuntu/.config/google-chrome")  # fmt: skip
+# Runs in the desktop: argv holds the roots; prints [[path, mtime], ...] of the Preferences
+# files found, in the order found (no duplicates). A file whose age cannot be read gets 0.
+_LIST_PREFERENCES = r"""
+import glob, json, os, sys
+found = {}
+for root in map(os.path.expanduser, sys.argv[1:]):
+    if not os.path.isdir(root):
+        continue
+    for profile in ("Default", "Guest Profile", "Profile *"):
+        pattern = os.path.join(glob.escape(root), profile, "Preferences")
+        for path in sorted(glob.glob(pattern)):
+            if path in found or not os.path.isfile(path):
+                continue
+            try:
+                found[path] = os.path.getmtime(path)
+            except OSError:
+                found[path] = 0
+print(json.dumps(list(found.items())))
+"""
+# Chrome writes Preferences about a second or more after a change in its UI: 2026.04 reads the
+# files five times, a second apart, and stops early once they say light. Here: re-read until
+# they say light or this window (that of its last read) has passed.
+_FLUSH_WAIT_S = 4.0
+_FLUSH_POLL_S = 0.5
+
+
+def _is_listed_file(item: Any) -> bool:
+    """Whether ``item`` is a ``[path, mtime]`` entry of :data:`_LIST_PREFERENCES`'s output."""
+    return (
+        isinstance(item, list)
+        and len(item) == 2
+        and isinstance(item[0], str)
+        and isinstance(item[1], int | float)
     )
+
+
+def _preference_files(ctx: EvalContext) -> list[str]:
+    """The desktop's Chrome Preferences files, most recently written first.
+
+    The profile folders of :data:`_PROFILE_ROOTS`; the default profile's file when none exists
+    or the desktop cannot list them.
+    """
+    fallback = [f"{CHROME_PROFILE}/Preferences"]
+    try:
+        result = ctx.client.execute(["python3", "-c", _LIST_PREFERENCES, *_PROFILE_ROOTS])
+        listed = json.loads(result.output) if result.returncode == 0 else None
+    except GuestAuthError:
+        raise
+    except (GuestHTTPError, ValueError) as e:
+        logger.warning("chrome_color_scheme: cannot list Chrome's profiles (%s)", e)
+        return fallback
+    if not isinstance(listed, list) or not all(_is_listed_file(item) for item in listed):
+        logger.warning("chrome_color_scheme: unexpected profile listing %r", result.output[:200])
+        return fallback
+    # Newest first; equal ages keep the listing's order (stable sort, as 2026.04's).
+    ranked = sorted(listed, key=lambda item: -item[1])
+    return [path for path, _ in ranked] or fallback
+
+
+def _scheme_of_file(ctx: EvalContext, path: str) -> str | None:
+    """The appearance mode one Preferences file gives; None when it cannot be read as one."""
+    try:
+        content = ctx.client.download(path)
+    except GuestAuthError:
+        raise
+    except GuestHTTPError as e:  # 2026.04 skips a file the desktop does not hand over
+        logger.info("chrome_color_scheme: %s not read (%s)", path, e)
+        return None
+    if not content:
+        return None
+    try:
+        return color_scheme_from_preferences(json.loads(content))
+    except (*_MALFORMED, OverflowError) as e:
+        logger.info("chrome_color_scheme: %s is not Chrome's Preferences (%s)", path, e)
+        return None
+
+
+def _scheme_of_profiles(ctx: EvalContext, paths: Sequence[str]) -> str | None:
+    """One read of every file: the first explicit light or dark, else system if any was read."""
+    seen = None
+    for path in paths:
+        mode = _scheme_of_file(ctx, path)
+        if mode in ("light", "dark"):
+            return mode
+        seen = seen or mode
+    return seen
+
+
+def get_chrome_color_scheme(ctx: EvalContext, config: Mapping[str, Any]) -> str:
+    """Chrome's appearance mode from its profiles' Preferences: ``light``, ``dark`` or ``system``.
+
+    OSWorld's ``chrome_color_scheme`` of 2026.04. Every profile's Preferences
+    (:func:`_preference_files`, newest first) is read; the first that says light or dark
+    decides, else ``system`` (:func:`color_scheme_from_preferences`). Chrome may not have
+    written a change made in its UI yet, so the files are read again until they say light or
+    about 4 s have passed; the answer is then the last read's. ``system`` when no file could
+    be read (no Chrome profile on the desktop).
+    """
+    paths = _preference_files(ctx)
+    deadline = time.monotonic() + _FLUSH_WAIT_S
+    mode = "system"
+    while True:
+        seen = _scheme_of_profiles(ctx, paths)
+        if seen is not None:
+            mode = seen
+        if mode == "light":
+            return mode  # the change a task asks for: no need to wait for a later write
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return mode
+        time.sleep(min(_FLUSH_POLL_S, remaining))
 
 
 CHROME_PROFILE_GETTERS: dict[str, Callable[[EvalContext, Mapping[str, Any]], Any]] = {
@@ -259,4 +379,5 @@ CHROME_PROFILE_GETTERS: dict[str, Callable[[EvalContext, Mapping[str, Any]], Any
     "bookmarks": get_bookmarks,
     "cookie_data": get_cookie_data,
     "history": get_history,
+    "chrome_color_scheme": get_chrome_color_scheme,
 }

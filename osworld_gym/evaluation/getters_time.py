@@ -8,35 +8,47 @@ month"``; the getter turns them into text in the page's format and returns the r
      "expected": {"time": "{DoW}, {Month} {Day0D}, {Year}", ...},
      "timezone": "America/New_York"}                          # optional
 
-With only ``from``, ``expected["time"]`` is formatted; with ``to`` as well,
-``expected["from"]`` and ``expected["to"]`` are (``"next Monday split"`` and
-``"next Friday split"`` fill ``puDay``/``puMonth``/``puYear`` and ``doDay``/``doMonth``/
-``doYear`` instead). Each placeholder is replaced once, in OSWorld's order.
+With only ``from``, ``expected["time"]`` is formatted (a list of templates, each one, under
+``osworld-2026.04``); with ``to`` as well, ``expected["from"]`` and ``expected["to"]`` are
+(``"next Monday split"`` and ``"next Friday split"`` fill ``puDay``/``puMonth``/``puYear`` and
+``doDay``/``doMonth``/``doYear`` instead). Each placeholder is replaced once, in OSWorld's order.
 
-The phrases and their day arithmetic are OSWorld's (desktop_env 1.0.2,
-``getters/misc.py``), quirks included, so the expected text is the one OSWorld computes on the
-same day: ``"next Monday"`` is always in the coming week (a week ahead on a Monday),
-``"this Saturday"`` may lie in the past on a Sunday, and ``"first monday four/eight months
-later"`` fails in August/April as OSWorld's does (it builds month 0). A phrase OSWorld does
-not handle in that position raises :class:`~osworld_gym.errors.EvaluatorError` (OSWorld fails
-there too); the evaluator scores the check 0.
+The phrases and their day arithmetic are OSWorld's (``getters/misc.py``, the same in both
+references), quirks included, so the expected text is the one OSWorld computes on the same day:
+``"next Monday"`` is always in the coming week (a week ahead on a Monday), ``"this Saturday"``
+may lie in the past on a Sunday, and ``"first monday four/eight months later"`` fails in
+August/April as OSWorld's does (it builds month 0). A phrase OSWorld does not handle in that
+position raises :class:`~osworld_gym.errors.EvaluatorError` (OSWorld fails there too); the
+evaluator scores the check 0.
 
-One difference: without a ``timezone`` in the rule OSWorld asks ``ipapi.co`` where the host
-is (its IP's time zone, UTC when the query fails); this getter never calls the network and
-uses the host's local time zone instead, which is the same zone wherever the host's clock is
-set to where it runs. An unknown ``timezone`` name falls back to UTC, as in OSWorld.
+Which "now" the dates count from depends on the evaluator reference:
+
+- ``osworld-2026.04`` (:func:`get_rule_relativeTime`): a non-empty ``timezone`` in the rule
+  means the host's clock in that zone; otherwise the desktop's own clock and zone (Python's
+  ``datetime.now().astimezone()`` run in the desktop, as OSWorld's getter does), since
+  that is the "today" the agent sees. When the desktop cannot answer with a time, the 1.0.2
+  rule below applies.
+- ``osworld-1.0.2`` (:func:`get_rule_relativeTime_1_0_2`): the host's clock, in the rule's
+  ``timezone`` when the rule has that key.
+
+A ``timezone`` that names no zone (``null`` and ``""`` included) means UTC, as with OSWorld's
+pytz (names are matched case-insensitively, as pytz does). One difference: with no
+``timezone`` key and no desktop time, OSWorld asks ``ipapi.co`` where the host is (its IP's time
+zone, UTC when the query fails); this getter never calls the network and uses the host's local
+time zone instead, which is the same zone wherever the host's clock is set to where it runs.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from osworld_gym.errors import EvaluatorError
+from osworld_gym.errors import EvaluatorError, GuestAuthError, GuestHTTPError, GuestProtocolError
 
 if TYPE_CHECKING:
     from osworld_gym.evaluation.getters import EvalContext
@@ -44,11 +56,17 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _DOW = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August")
-_MONTHS += ("September", "October", "November", "December")
+_MONTHS = (
+    *("January", "February", "March", "April", "May", "June"),
+    *("July", "August", "September", "October", "November", "December"),
+)
 
 # Phrases OSWorld knows; only "tomorrow" is a plain day offset, the rest have their own rules.
 _DAY_OFFSETS = {"tomorrow": 1}
+
+# What OSWorld's 2026.04 getter runs in the desktop (``python -c``) to learn the desktop's
+# time: local wall clock with its UTC offset, ISO 8601.
+_DESKTOP_NOW_CODE = "from datetime import datetime; print(datetime.now().astimezone().isoformat())"
 
 
 def format_time(template: str, day: datetime) -> str:
@@ -58,10 +76,15 @@ def format_time(template: str, day: datetime) -> str:
     ``{DayD}`` (``5``), ``{Year}`` (``2026``), ``{Month0D}`` (``01``), ``{month}``
     (``january``), ``{MonthFull}`` (``January``), ``{Day0D}`` (``05``), ``{MonthD}`` (``1``).
 
+    Raises:
+        EvaluatorError: ``template`` is not text (OSWorld's getter fails there too).
+
     Example:
         >>> format_time("{DoW}, {Month} {Day0D}, {Year}", datetime(2026, 3, 5))
         'Thu, Mar 05, 2026'
     """
+    if not isinstance(template, str):
+        raise EvaluatorError(f"rule_relativeTime: a date template must be text, got {template!r}")
     full = _MONTHS[day.month - 1]
     replacements = (
         ("{DoW}", _DOW[day.weekday()]),
@@ -178,20 +201,25 @@ def _resolve(phrase: str, table: Mapping[str, _Rule], now: datetime, where: str)
     return rule(now)
 
 
-def resolve_relative_time(rules: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+def resolve_relative_time(
+    rules: Mapping[str, Any], now: datetime, *, time_lists: bool = True
+) -> dict[str, Any]:
     """The rule with its ``expected`` dates filled in for the day ``now``.
 
     Args:
         rules: The getter config's ``rules`` (``relativeTime``, ``expected``, optional
             ``timezone``); not modified.
-        now: The current time, in the rule's time zone.
+        now: The current time, in the zone whose calendar day counts.
+        time_lists: Whether ``expected["time"]`` may be a list of templates, each filled in
+            (OSWorld 2026.04); desktop-env 1.0.2's getter fails on a list.
 
     Returns:
         A copy of ``rules`` whose ``expected`` date fields hold formatted dates.
 
     Raises:
-        EvaluatorError: A phrase OSWorld does not resolve in that position, or a date
-            OSWorld's arithmetic cannot build.
+        EvaluatorError: A phrase OSWorld does not resolve in that position, a date OSWorld's
+            arithmetic cannot build, or a template that is not text (a list for
+            ``time_lists=False``).
         KeyError: ``relativeTime`` or a template field is missing.
 
     Example:
@@ -205,7 +233,13 @@ def resolve_relative_time(rules: Mapping[str, Any], now: datetime) -> dict[str, 
     start_phrase = relative["from"]
     if "to" not in relative:
         day = _resolve(start_phrase, _SINGLE, now, "'from'")
-        expected["time"] = format_time(expected["time"], day)
+        template = expected["time"]
+        if isinstance(template, list) and time_lists:
+            # One task (chrome/82bc8d6a) lists the date among accepted values for
+            # check_direct_json_object's expect_in_result.
+            expected["time"] = [format_time(t, day) for t in template]
+        else:
+            expected["time"] = format_time(template, day)
         return out
     end_phrase = relative["to"]
     start = _resolve(start_phrase, _RANGE_FROM, now, "'from' of a range")
@@ -223,23 +257,116 @@ def resolve_relative_time(rules: Mapping[str, Any], now: datetime) -> dict[str, 
     return out
 
 
-def rule_timezone(rules: Mapping[str, Any]) -> tzinfo:
-    """The rule's ``timezone`` (UTC when unknown), else the host's local time zone."""
-    name = rules.get("timezone")
-    if name is None:
-        return datetime.now().astimezone().tzinfo or UTC
-    try:
-        return ZoneInfo(str(name))
-    except (ZoneInfoNotFoundError, ValueError) as e:
-        logger.error("rule_relativeTime: unknown timezone %r (%s), using UTC", name, e)
+@functools.cache
+def _zone_names_by_lower() -> dict[str, str]:
+    return {name.lower(): name for name in available_timezones()}
+
+
+def named_zone(name: object) -> tzinfo:
+    """The time zone ``name`` names, as pytz finds it; UTC when it names none.
+
+    Like ``pytz.timezone``, which OSWorld uses: case-insensitive, and pytz's old
+    ``_plus_``/``_minus_`` spellings accepted; anything else (``None``, ``""``, a number)
+    is an unknown zone, for which OSWorld's getter logs an error and uses UTC.
+
+    Example:
+        >>> named_zone("america/new_york"), named_zone(None)
+        (zoneinfo.ZoneInfo(key='America/New_York'), zoneinfo.ZoneInfo(key='UTC'))
+    """
+    if not isinstance(name, str):
+        logger.error("rule_relativeTime: timezone %r is no zone name, using UTC", name)
         return ZoneInfo("UTC")
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        pass  # maybe a spelling pytz accepts; the database is listed only then
+    unmunged = name.replace("_plus_", "+").replace("_minus_", "-")
+    key = _zone_names_by_lower().get(unmunged.lower())
+    if key is not None:
+        return ZoneInfo(key)
+    logger.error("rule_relativeTime: unknown timezone %r, using UTC", name)
+    return ZoneInfo("UTC")
+
+
+def rule_timezone(rules: Mapping[str, Any]) -> tzinfo:
+    """The zone of the rule's ``timezone`` key (UTC when unknown), else the host's local zone.
+
+    OSWorld (both references) takes the key whenever it is there, even ``null`` or empty
+    (pytz then finds no zone: UTC); without it, it asks an IP geolocation service, for which
+    this getter uses the host's local zone (no network).
+    """
+    if "timezone" not in rules:
+        return datetime.now().astimezone().tzinfo or UTC
+    return named_zone(rules["timezone"])
+
+
+def desktop_now(ctx: EvalContext) -> datetime | None:
+    """The desktop's current time in its own time zone; None when the desktop cannot tell.
+
+    Runs the Python line OSWorld's 2026.04 getter runs in the desktop with ``python -c``,
+    without the ``import pyautogui`` its controller puts before every command: the clock needs
+    no display, and a desktop whose ``python`` lacks pyautogui still tells its time. As there,
+    no client, an error answer, no output or output that is no ISO time give None (the caller
+    then falls back to the host's clock). A guest that cannot be reached, does not answer in
+    time or refuses the token raises: that is no desktop to score (OSWorld's controller gives
+    up and falls back there).
+    """
+    client = getattr(ctx, "client", None)
+    if client is None:
+        return None
+    try:
+        result = client.execute(["python", "-c", _DESKTOP_NOW_CODE])
+    except GuestAuthError:
+        raise
+    except (GuestHTTPError, GuestProtocolError) as e:
+        logger.warning("rule_relativeTime: the desktop's time could not be read: %s", e)
+        return None
+    text = (result.output or "").strip()
+    if not text:
+        logger.warning(
+            "rule_relativeTime: the desktop printed no time (%s)", (result.error or "").strip()
+        )
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        logger.warning("rule_relativeTime: the desktop's time %r is not ISO 8601", text[:200])
+        return None
+
+
+def rule_now(ctx: EvalContext, rules: Mapping[str, Any]) -> datetime:
+    """The "now" OSWorld 2026.04 counts from (the module doc's first rule)."""
+    name = rules.get("timezone")
+    if name:  # any non-empty value, as OSWorld tests it; an unknown one means UTC
+        return datetime.now(named_zone(name))
+    now = desktop_now(ctx)
+    if now is not None:
+        return now
+    return datetime.now(rule_timezone(rules))
 
 
 def get_rule_relativeTime(ctx: EvalContext, config: Mapping[str, Any]) -> dict[str, Any]:
-    """The config's ``rules`` with dates relative to now filled in (see the module doc)."""
+    """The config's ``rules`` with dates relative to now filled in (OSWorld 2026.04).
+
+    "Now" is the host's clock in a non-empty ``timezone`` of the rule, else the desktop's
+    clock in the desktop's zone (see the module doc); ``expected["time"]`` may be a list.
+    """
+    rules = config["rules"]
+    now = rule_now(ctx, rules)
+    resolved = resolve_relative_time(rules, now)
+    logger.info("rule_relativeTime %s on %s: %s", rules["relativeTime"], now.date(), resolved)
+    return resolved
+
+
+def get_rule_relativeTime_1_0_2(ctx: EvalContext, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The config's ``rules`` with dates relative to now filled in (desktop-env 1.0.2).
+
+    "Now" is the host's clock in the rule's ``timezone`` (the host's local zone without the
+    key); the desktop is never asked. A list ``expected["time"]`` raises, as 1.0.2 fails on it.
+    """
     rules = config["rules"]
     now = datetime.now(rule_timezone(rules))
-    resolved = resolve_relative_time(rules, now)
+    resolved = resolve_relative_time(rules, now, time_lists=False)
     logger.info("rule_relativeTime %s on %s: %s", rules["relativeTime"], now.date(), resolved)
     return resolved
 

@@ -131,7 +131,7 @@ _CHROME_GETTERS = (
     "data_delete_automacally new_startup_page url_path_parse chrome_font_size "
     "find_unpacked_extension_path find_installed_extension_name "
     "gotoRecreationPage_and_get_html_content pdf_from_url info_from_website chrome_language "
-    "chrome_saved_address number_of_search_results googledrive_file"
+    "chrome_saved_address number_of_search_results googledrive_file chrome_color_scheme"
 ).split()
 GETTER_COMMANDS: Mapping[str, str] = MappingProxyType(
     {

@@ -208,6 +208,33 @@ def test_evaluation_mode_and_seed_are_options_and_records(
     assert "argument --evaluation: invalid choice: 'lenient'" in capsys.readouterr().err
 
 
+def test_evaluator_reference_is_an_option_and_a_record(
+    tmp_path: Path, fake_pool: type[FakeCollector], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(tmp_path) == 0
+    assert FakePool.specs[-1].kwargs["evaluator_reference"] == "osworld-2026.04"  # the default
+    assert summary(tmp_path)["settings"]["evaluator_reference"] == "osworld-2026.04"
+    meta = json.loads((run_dir(tmp_path) / "os" / SCORED / "task.json").read_text())
+    assert meta["evaluator_reference"] == "osworld-2026.04"
+    # Scores of another reference mean something else: continuing the folder is refused.
+    assert run(tmp_path, "--evaluator-reference", "osworld-1.0.2") == 2
+    err = capsys.readouterr().err
+    assert "evaluator_reference: 'osworld-2026.04' before, 'osworld-1.0.2' now" in err
+
+
+def test_a_run_recorded_before_references_continues_only_as_1_0_2(
+    tmp_path: Path, fake_pool: type[FakeCollector], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(tmp_path, "--evaluator-reference", "osworld-1.0.2") == 0
+    path = run_dir(tmp_path) / "summary.json"
+    old = json.loads(path.read_text())
+    del old["settings"]["evaluator_reference"]  # as written before the setting existed
+    path.write_text(json.dumps(old))
+    assert run(tmp_path) == 2  # its scores followed 1.0.2, the default now is 2026.04
+    assert "'osworld-1.0.2' before, 'osworld-2026.04' now" in capsys.readouterr().err
+    assert run(tmp_path, "--evaluator-reference", "osworld-1.0.2") == 0
+
+
 def test_versions_are_recorded(tmp_path: Path, fake_pool: type[FakeCollector]) -> None:
     assert run(tmp_path) == 0
     versions = summary(tmp_path)["versions"]
@@ -254,7 +281,8 @@ def test_table_has_an_errors_column() -> None:
 
 def test_a_folder_from_before_the_evaluation_setting_ran_osworld_scoring() -> None:
     old = {"mode": "standard"}  # written before settings recorded the evaluation mode
-    assert settings_conflicts(old, {"mode": "standard", "evaluation": "osworld"}) == []
-    assert settings_conflicts(old, {"mode": "standard", "evaluation": "fixed"}) == [
+    now = {"mode": "standard", "evaluator_reference": "osworld-1.0.2"}
+    assert settings_conflicts(old, {**now, "evaluation": "osworld"}) == []
+    assert settings_conflicts(old, {**now, "evaluation": "fixed"}) == [
         "evaluation: 'osworld' before, 'fixed' now"
     ]

@@ -21,6 +21,7 @@ from osworld_gym.errors import GuestHTTPError, TaskSetupError
 from osworld_gym.evaluation.getters import GETTERS, EvalContext
 from osworld_gym.evaluation.getters_browser import appearance_from_settings
 from osworld_gym.evaluation.getters_chrome import color_scheme_from_preferences
+from osworld_gym.evaluation.metrics import chrome as chrome_metrics
 from osworld_gym.evaluation.metrics import get_metric
 from osworld_gym.evaluation.metrics._urls import accessibility_tree_url, compare_urls, omnibox_text
 from osworld_gym.task_setup import NEEDS, SUPPORTED_STEP_TYPES
@@ -198,7 +199,11 @@ def test_profile_metrics() -> None:
     shortcut = get_metric("is_shortcut_on_desktop")
     files = {"game.desktop": "[Desktop Entry]\nName=Play Puzzle Game 2048\nExec=x\n"}
     assert shortcut(files, {"type": "name", "name": "Play Puzzle Game 2048"}) == 1.0
-    assert shortcut(files, {"type": "name", "name": "Play Puzzle"}) == 0.0  # whole line
+    # 2026.04: a Name= value that contains the expected name or is contained in it passes
+    assert shortcut(files, {"type": "name", "name": "Play Puzzle"}) == 1.0
+    assert shortcut(files, {"type": "name", "name": "Tetris"}) == 0.0
+    exact_line = chrome_metrics.is_shortcut_on_desktop_1_0_2
+    assert exact_line(files, {"type": "name", "name": "Play Puzzle"}) == 0.0  # 1.0.2: the line
     assert shortcut(files, {"type": "exec", "exec": "x"}) == 1.0
     with pytest.raises(TypeError):
         shortcut(files, {"type": "url"})

@@ -28,6 +28,7 @@ from osworld_gym.evaluation.metrics import (
     get_metric,
     metrics_for,
 )
+from osworld_gym.evaluation.metrics.registry import FIXED_BY_2026_04
 from osworld_gym.tasks.model import Task
 
 INSTALL = r"pip install 'osworld-gym\[eval\]'"
@@ -41,11 +42,15 @@ def test_osworld_mode_is_the_default_registry() -> None:
 
 
 def test_fixed_mode_replaces_exactly_the_fixed_metrics() -> None:
+    # Under the default reference, less those OSWorld's code of 2026.04 fixed itself.
     fixed = metrics_for("fixed")
     assert set(fixed) == set(METRICS)
     changed = {name for name in METRICS if fixed[name] is not METRICS[name]}
+    assert changed == set(FIXED_METRICS) - FIXED_BY_2026_04
+    # Under desktop-env 1.0.2's, every one.
+    old, old_fixed = metrics_for("osworld", "osworld-1.0.2"), metrics_for("fixed", "osworld-1.0.2")
     assert (
-        changed
+        {name for name in old if old_fixed[name] is not old[name]}
         == set(FIXED_METRICS)
         == {
             "check_thunderbird_folder",
@@ -59,7 +64,7 @@ def test_fixed_mode_replaces_exactly_the_fixed_metrics() -> None:
         }
     )
     for name, function in FIXED_METRICS.items():
-        assert fixed[name] is function
+        assert old_fixed[name] is function
         assert function.__name__ == f"{name}_fixed"
         assert function.__doc__
 

@@ -1,8 +1,9 @@
 """rule_relativeTime: OSWorld's relative-date phrases turned into the page's date text.
 
-Expected dates below are worked out by hand from OSWorld's rules (desktop_env 1.0.2,
-getters/misc.py); when OSWorld's module is installed (see osworld_ref), a second test checks
-every phrase on every day of two years against it.
+Expected dates below are worked out by hand from OSWorld's rules (getters/misc.py: the phrase
+arithmetic is the same in desktop-env 1.0.2 and the 2026.04 code; "now" and list templates
+differ, see getters_time's docstring); when desktop-env 1.0.2's module is installed (see
+osworld_ref), a second test checks every phrase on every day of two years against it.
 """
 
 from __future__ import annotations
@@ -17,10 +18,24 @@ import osworld_ref
 import pytest
 
 from osworld_gym.downloads import AssetCache
-from osworld_gym.errors import EvaluatorError
+from osworld_gym.errors import (
+    EvaluatorError,
+    GuestAuthError,
+    GuestHTTPError,
+    GuestProtocolError,
+    GuestTimeoutError,
+    GuestUnreachableError,
+)
 from osworld_gym.evaluation.getters import GETTERS, EvalContext
-from osworld_gym.evaluation.getters_time import format_time, resolve_relative_time
+from osworld_gym.evaluation.getters_time import (
+    format_time,
+    get_rule_relativeTime,
+    get_rule_relativeTime_1_0_2,
+    named_zone,
+    resolve_relative_time,
+)
 from osworld_gym.evaluation.metrics import get_metric
+from osworld_gym.guest.client import CommandResult
 
 ALL = "{DoW}|{Month}|{DayD}|{Year}|{Month0D}|{month}|{MonthFull}|{Day0D}|{MonthD}"
 ISO = "{Year}-{Month0D}-{Day0D} {DoW}"
@@ -144,41 +159,135 @@ class _NoClient:
         raise AssertionError(f"rule_relativeTime must not reach the desktop ({name})")
 
 
-def _ctx(tmp_path: Path) -> EvalContext:
-    return EvalContext(client=_NoClient(), task_id="t", cache=AssetCache(tmp_path))  # type: ignore[arg-type]
+class _DesktopClock:
+    """A guest client whose ``execute`` answers as given (output text, or an error)."""
+
+    def __init__(self, answer: str | Exception) -> None:
+        self.answer, self.commands = answer, []
+
+    def execute(self, command: list[str], **kwargs: Any) -> CommandResult:
+        self.commands.append(command)
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return CommandResult(self.answer, "", 0)
+
+
+def _ctx(tmp_path: Path, client: Any = None) -> EvalContext:
+    return EvalContext(client=client or _NoClient(), task_id="t", cache=AssetCache(tmp_path))  # type: ignore[arg-type]
 
 
 def test_getter_uses_the_rule_timezone_and_scores_with_check_direct_json_object(
     tmp_path: Path,
 ) -> None:
-    getter = GETTERS["rule_relativeTime"]
-    for zone in ("America/New_York", "Pacific/Kiritimati", "Etc/GMT+12"):
-        config = {"type": "rule_relativeTime", "rules": single("tomorrow", ALL)}
-        config["rules"]["timezone"] = zone
-        frozen = copy.deepcopy(config)
-        before = datetime.now(ZoneInfo(zone))
-        resolved = getter(_ctx(tmp_path), config)
-        after = datetime.now(ZoneInfo(zone))
-        allowed = {format_time(ALL, t + timedelta(days=1)) for t in (before, after)}
-        assert resolved["expected"]["time"] in allowed
-        assert config == frozen
-        page = {"time": resolved["expected"]["time"], "x": 1}
-        assert get_metric("check_direct_json_object")(page, resolved) == 1.0
-        assert get_metric("check_direct_json_object")({**page, "time": "?"}, resolved) == 0.0
+    # A timezone in the rule: the host's clock there, the desktop never asked (both references).
+    for getter in (get_rule_relativeTime, get_rule_relativeTime_1_0_2):
+        for zone in ("America/New_York", "Pacific/Kiritimati", "Etc/GMT+12"):
+            config = {"type": "rule_relativeTime", "rules": single("tomorrow", ALL)}
+            config["rules"]["timezone"] = zone
+            frozen = copy.deepcopy(config)
+            before = datetime.now(ZoneInfo(zone))
+            resolved = getter(_ctx(tmp_path), config)
+            after = datetime.now(ZoneInfo(zone))
+            allowed = {format_time(ALL, t + timedelta(days=1)) for t in (before, after)}
+            assert resolved["expected"]["time"] in allowed
+            assert config == frozen
+            page = {"time": resolved["expected"]["time"], "x": 1}
+            assert get_metric("check_direct_json_object")(page, resolved) == 1.0
+            assert get_metric("check_direct_json_object")({**page, "time": "?"}, resolved) == 0.0
 
 
-def test_getter_without_timezone_uses_local_time_never_the_network(tmp_path: Path) -> None:
-    getter = GETTERS["rule_relativeTime"]
+def test_getter_registered_is_the_2026_04_one() -> None:
+    assert GETTERS["rule_relativeTime"] is get_rule_relativeTime
+
+
+def test_without_timezone_the_2026_04_getter_counts_from_the_desktops_clock(
+    tmp_path: Path,
+) -> None:
+    # The desktop is past midnight in Tokyo while the host's day is another one.
+    client = _DesktopClock("2026-03-06T00:30:00.123456+09:00\n")
+    resolved = get_rule_relativeTime(_ctx(tmp_path, client), {"rules": single("tomorrow")})
+    assert resolved["expected"]["time"] == "2026-03-07 Sat"
+    code = "from datetime import datetime; print(datetime.now().astimezone().isoformat())"
+    assert client.commands == [["python", "-c", code]]
+    # An empty or null timezone counts as none there.
+    for empty in ("", None):
+        rules = single("this month") | {"timezone": empty}
+        resolved = get_rule_relativeTime(_ctx(tmp_path, client), {"rules": rules})
+        assert resolved["expected"]["time"] == "2026-03-06 Fri"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "",
+        "not a time",
+        GuestHTTPError("/execute", 500, {"message": "no python"}),
+        GuestProtocolError("/execute", "expected JSON"),
+    ],
+)
+def test_without_a_desktop_time_the_2026_04_getter_falls_back_to_the_host(
+    tmp_path: Path, answer: str | Exception
+) -> None:
+    client = _DesktopClock(answer)
     before = datetime.now().astimezone()
-    resolved = getter(_ctx(tmp_path), {"rules": single("this month", ALL)})
+    resolved = get_rule_relativeTime(_ctx(tmp_path, client), {"rules": single("this month", ALL)})
     after = datetime.now().astimezone()
     assert resolved["expected"]["time"] in {format_time(ALL, t) for t in (before, after)}
-    # An unknown zone falls back to UTC, as in OSWorld.
-    rules = single("this month", ALL) | {"timezone": "Mars/Olympus_Mons"}
+    # A timezone key that names no zone (here empty) means UTC on the way back, as with pytz.
+    rules = single("this month", ALL) | {"timezone": ""}
     before = datetime.now(UTC)
-    resolved = getter(_ctx(tmp_path), {"rules": rules})
+    resolved = get_rule_relativeTime(_ctx(tmp_path, client), {"rules": rules})
     after = datetime.now(UTC)
     assert resolved["expected"]["time"] in {format_time(ALL, t) for t in (before, after)}
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        GuestAuthError("/execute", 401, {"message": "token"}),
+        GuestUnreachableError("/execute", "gone"),
+        GuestTimeoutError("/execute", "slow"),
+    ],
+)
+def test_a_guest_that_is_gone_or_refuses_the_token_raises(tmp_path: Path, error: Exception) -> None:
+    with pytest.raises(type(error)):
+        get_rule_relativeTime(_ctx(tmp_path, _DesktopClock(error)), {"rules": single("tomorrow")})
+
+
+def test_the_1_0_2_getter_uses_local_time_never_the_desktop_nor_the_network(
+    tmp_path: Path,
+) -> None:
+    before = datetime.now().astimezone()
+    resolved = get_rule_relativeTime_1_0_2(_ctx(tmp_path), {"rules": single("this month", ALL)})
+    after = datetime.now().astimezone()
+    assert resolved["expected"]["time"] in {format_time(ALL, t) for t in (before, after)}
+    # An unknown zone, or a timezone key that names none, falls back to UTC, as in OSWorld.
+    for zone in ("Mars/Olympus_Mons", None, ""):
+        rules = single("this month", ALL) | {"timezone": zone}
+        before = datetime.now(UTC)
+        resolved = get_rule_relativeTime_1_0_2(_ctx(tmp_path), {"rules": rules})
+        after = datetime.now(UTC)
+        assert resolved["expected"]["time"] in {format_time(ALL, t) for t in (before, after)}
+
+
+def test_time_lists_are_filled_in_2026_04_and_fail_in_1_0_2(tmp_path: Path) -> None:
+    rules = single("next Monday", ["{Year}-{Month0D}-{Day0D}", "{DayD}/{MonthD}"])
+    resolved = resolve_relative_time(rules, THU)
+    assert resolved["expected"]["time"] == ["2026-03-09", "9/3"]
+    with pytest.raises(EvaluatorError, match="template must be text"):
+        resolve_relative_time(rules, THU, time_lists=False)
+    with pytest.raises(EvaluatorError, match="template must be text"):
+        get_rule_relativeTime_1_0_2(_ctx(tmp_path), {"rules": rules | {"timezone": "UTC"}})
+    with pytest.raises(EvaluatorError, match="template must be text"):
+        resolve_relative_time(single("next Monday", ["{Year}", 5]), THU)
+
+
+def test_zone_names_are_found_as_pytz_finds_them() -> None:
+    assert named_zone("america/new_york") == ZoneInfo("America/New_York")
+    assert named_zone("utc") == ZoneInfo("UTC")
+    assert named_zone("Etc/GMT_plus_5") == ZoneInfo("Etc/GMT+5")
+    for unknown in ("Mars/Olympus_Mons", "", None, 5, "America", "../etc"):
+        assert named_zone(unknown) == ZoneInfo("UTC")
 
 
 # --- against OSWorld's own getter -------------------------------------------------------------

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from osworld_gym.evaluation.metrics import get_metric, metrics_for
+from osworld_gym.evaluation.metrics import get_metric, metrics_for, vscode
 
 # Not UTF-8. OSWorld reads text files strictly, so such a file raises (the evaluator scores
 # the metric 0) or scores 0 where OSWorld catches the error; it is never scored as text.
@@ -309,7 +309,30 @@ CONTAIN = {"containment_ok": True}
 @pytest.mark.parametrize(
     ("content", "expected", "options", "score"),
     [
-        # OSWorld: the exact text, whatever the options say.
+        # OSWorld 2026.04 (the default reference): containment unless containment_ok is false.
+        ("project", "project", {}, 1.0),
+        ("project\n", "project", {}, 1.0),
+        ("/home/user/project", "project", {}, 1.0),
+        ("Project", "project", {}, 0.0),
+        ('{"theme": "Dark", "x": 1}', '{"theme": "Dark"}\n', {}, 1.0),
+        ('{"theme": "Dark", "x": 1}', '{"theme": "Dark"}\n', CONTAIN, 1.0),
+        ('{"theme": "Dark", "x": 1}', '{"theme": "Dark"}\n', {"containment_ok": False}, 0.0),
+        ('{ "theme" : "Dark" }', '{"theme": "Dark"}', {"containment_ok": False}, 1.0),
+        ("project\n", "project", {"containment_ok": False}, 0.0),
+        ("", "", {}, 0.0),  # an empty expectation never passes
+    ],
+)
+def test_compare_config(write, content: str, expected: str, options: dict, score: float) -> None:
+    metric = get_metric("compare_config")
+    assert metric(write("cfg.txt", content), {"expected": expected}, **options) == score
+    assert metric(None, {"expected": expected}, **options) == 0.0
+    assert metric(write("cfg.txt", content), {}, **options) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("content", "expected", "options", "score"),
+    [
+        # desktop-env 1.0.2: the exact text, whatever the options say.
         ("project", "project", {}, 1.0),
         ("project\n", "project", {}, 0.0),
         ("the project folder", "project", CONTAIN, 0.0),
@@ -320,10 +343,10 @@ CONTAIN = {"containment_ok": True}
         ("", "", {}, 1.0),
     ],
 )
-def test_compare_config_as_osworld(
+def test_compare_config_1_0_2(
     write, content: str, expected: str, options: dict, score: float
 ) -> None:
-    metric = get_metric("compare_config")
+    metric = vscode.compare_config_1_0_2
     assert metric(write("cfg.txt", content), {"expected": expected}, **options) == score
     assert metric(None, {"expected": expected}, **options) == 0.0
 
@@ -352,7 +375,9 @@ def test_compare_config_as_osworld(
 def test_compare_config_fixed(
     write, content: str, expected: str, options: dict, score: float
 ) -> None:
-    metric = metrics_for("fixed")["compare_config"]
+    # The fixed mode's metric under the 1.0.2 reference (2026.04's code made the fix itself).
+    metric = metrics_for("fixed", "osworld-1.0.2")["compare_config"]
+    assert metric is vscode.compare_config_fixed
     assert metric(write("cfg.txt", content), {"expected": expected}, **options) == score
     assert metric(None, {"expected": expected}, **options) == 0.0
 

@@ -65,6 +65,7 @@ FILE_CHECKS = {
     "compare_unique_train_records", "compare_references", "fuzzy_place_math",
     "compare_conference_city_in_order", "check_pdf_pages", "compare_pdf_images",
     "compare_htmls", "check_mp3_meta", "is_vlc_fullscreen", "check_thunderbird_folder",
+    "check_file_exists",
 }  # fmt: skip
 # The browser and VLC's live status (values from the Chrome and VLC getters).
 CHROME = {
@@ -79,7 +80,7 @@ MEDIA = {"compare_audios", "compare_videos", "compare_image_text"}
 # Runs agent-written code: in a child Python, sandboxed (test_metrics_python_tests.py).
 CODE = {"check_python_file_by_test_suite"}
 # Implemented for OSWorld compatibility although no task of this snapshot uses it.
-UNUSED_BY_TASKS = {"fuzzy_match", "check_enabled_experiments"}
+UNUSED_BY_TASKS = {"fuzzy_match", "check_enabled_experiments", "check_file_exists"}
 
 
 def test_registry_holds_exactly_the_claimed_metrics() -> None:

@@ -17,9 +17,10 @@ from pptx.enum.text import PP_ALIGN  # noqa: E402
 from pptx.oxml.ns import qn  # noqa: E402
 from pptx.util import Emu, Inches, Pt  # noqa: E402
 
-from osworld_gym.evaluation.metrics import get_metric, metrics_for  # noqa: E402
+from osworld_gym.evaluation.metrics import get_metric, metrics_for, slides  # noqa: E402
 
 compare = get_metric("compare_pptx_files")
+compare_1_0_2 = slides.compare_pptx_files_1_0_2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,11 +140,7 @@ DIFFERENCES: list[tuple[str, Spec, dict[str, Any] | None]] = [
     ("group alignment", Spec(group_align=PP_ALIGN.RIGHT), {"examine_alignment": False}),
     # the level is compared by the bullets check too (unset counts as "0", as in OSWorld)
     ("indent", Spec(level=2), {"examine_indent": False, "examine_bullets": False}),
-    (
-        "run count (always checked: OSWorld ignores examine_run_count)",
-        Spec(runs=("Hello world",)),
-        None,
-    ),
+    ("run count", Spec(runs=("Hello world",)), {"examine_run_count": False}),
     ("bullet", Spec(bullet="•"), {"examine_bullets": False}),
     ("notes", Spec(notes="Other notes"), {"examine_note": False}),
     ("background", Spec(background="00FF00"), {"examine_background_color": False}),
@@ -168,13 +165,24 @@ def test_each_difference_fails_unless_its_check_is_off(
     [
         (Spec(bold=None), 0.0),  # unset vs True
         (Spec(align=PP_ALIGN.LEFT), 1.0),  # unset alignment means left
-        (Spec(level=1), 0.0),  # levels 0 and 1 differ, as in OSWorld 1.0.2
+        (Spec(level=1), 1.0),  # levels 0 and 1 count as equal since OSWorld 1.0.2
+        (Spec(level=2), 0.0),
         (Spec(box=moved(Emu(3000))), 1.0),  # within the 0.5 % tolerance
         (Spec(picture=(Inches(1), Inches(3), Inches(2), Inches(2))), 0.0),  # pictures too
     ],
 )
 def test_lenient_comparisons(tmp_path: Path, result: Spec, expected_score: float) -> None:
     assert score(tmp_path, result) == expected_score
+
+
+def test_levels_and_run_count_of_1_0_2(tmp_path: Path) -> None:
+    """desktop-env 1.0.2 tells levels 0 and 1 apart and always counts runs."""
+    gold = make_deck(tmp_path / "e.pptx", Spec())
+    level_1 = make_deck(tmp_path / "l.pptx", Spec(level=1))
+    merged = make_deck(tmp_path / "r.pptx", Spec(runs=("Hello world",)))
+    assert compare_1_0_2(level_1, gold) == 0.0
+    assert compare_1_0_2(merged, gold, examine_run_count=False) == 0.0
+    assert compare_1_0_2(gold, gold) == 1.0
 
 
 def test_bold_false_equals_unset(tmp_path: Path) -> None:
@@ -229,11 +237,12 @@ def test_shape_lenient_height_fixed(tmp_path: Path) -> None:
 
 
 def test_run_count_fixed(tmp_path: Path) -> None:
-    """The fixed mode honours examine_run_count: false, which OSWorld's code never reads."""
+    """The fixed mode honours examine_run_count: false, as 2026.04's code does (1.0.2's not)."""
     fixed = metrics_for("fixed")["compare_pptx_files"]
     gold = make_deck(tmp_path / "e.pptx", Spec())
     merged = make_deck(tmp_path / "r.pptx", Spec(runs=("Hello world",)))
-    assert compare(merged, gold, examine_run_count=False) == 0.0
+    assert compare(merged, gold, examine_run_count=False) == 1.0
+    assert compare_1_0_2(merged, gold, examine_run_count=False) == 0.0
     assert fixed(merged, gold) == 0.0
     assert fixed(merged, gold, examine_run_count=False) == 1.0
     assert fixed(None, gold, examine_number_of_slides=False) == 0.0

@@ -17,7 +17,7 @@ from pptx.enum.shapes import PP_PLACEHOLDER  # noqa: E402
 from pptx.oxml.ns import qn  # noqa: E402
 from pptx.util import Inches  # noqa: E402
 
-from osworld_gym.evaluation.metrics import get_metric, metrics_for  # noqa: E402
+from osworld_gym.evaluation.metrics import get_metric, metrics_for, slides_checks  # noqa: E402
 
 
 def png(colour: tuple[int, int, int]) -> io.BytesIO:
@@ -221,32 +221,40 @@ def master_colours(*values: str) -> Any:
 _PAINTED = (PP_PLACEHOLDER.DATE, PP_PLACEHOLDER.FOOTER, PP_PLACEHOLDER.SLIDE_NUMBER)
 
 
+# 2026.04 reads the master's last non-black run colour as RRGGBB; 1.0.2 its second-to-last
+# colour, one character late.
 @pytest.mark.parametrize(
-    ("colours", "wanted", "score"),
+    ("colours", "wanted", "score", "score_1_0_2"),
     [
-        (("000000", "FF0000", "000000"), "red", 1.0),  # the second-to-last colour is read
-        (("000000", "000000", "FF0000"), "red", 0.0),  # the last one (the number) is not
-        (("000000", "C00000", "000000"), "red", 0.0),  # C00000 read one character late: 0, 0, 0
-        (("000000", "0000FF", "000000"), "blue", 0.0),  # 0000FF read as 0, 15, 15
-        (("000000", "00FF00", "000000"), "green", 1.0),
-        (("000000", "000000", "000000"), "black", 1.0),
-        (("000000", "000000", "000000"), "purple", 1.0),  # an unknown colour name passes
+        (("000000", "FF0000", "000000"), "red", 1.0, 1.0),  # 1.0.2: the second-to-last
+        (("000000", "000000", "FF0000"), "red", 1.0, 0.0),  # 1.0.2: not the last one
+        (("000000", "C00000", "000000"), "red", 1.0, 0.0),  # 1.0.2: read as 0, 0, 0
+        (("000000", "0000FF", "000000"), "blue", 1.0, 0.0),  # 1.0.2: read as 0, 15, 15
+        (("FF0000", "0000FF", "000000"), "red", 0.0, 0.0),  # 2026.04: the last non-black
+        (("000000", "00FF00", "000000"), "green", 1.0, 1.0),
+        (("000000", "000000", "000000"), "black", 1.0, 1.0),
+        (("000000", "000000", "000000"), "purple", 1.0, 1.0),  # an unknown colour name passes
     ],
 )
 def test_check_page_number_colors_as_osworld(
-    tmp_path: Path, colours: tuple[str, ...], wanted: str, score: float
+    tmp_path: Path, colours: tuple[str, ...], wanted: str, score: float, score_1_0_2: float
 ) -> None:
     path = deck(tmp_path / "numbers.pptx", edit=master_colours(*colours))
     assert get_metric("check_page_number_colors")(path, {"color": wanted}) == score
+    assert slides_checks.check_page_number_colors_1_0_2(path, {"color": wanted}) == score_1_0_2
 
 
 def test_check_page_number_colors_bad_inputs(tmp_path: Path) -> None:
     metric = get_metric("check_page_number_colors")
-    assert metric(None, {"color": "red"}) == 0.0
-    with pytest.raises(ValueError):  # no slide master: OSWorld raises too
-        metric(not_a_deck(tmp_path), {"color": "red"})
-    with pytest.raises(IndexError):  # fewer than two RGB colours on the master
-        metric(deck(tmp_path / "d.pptx"), {"color": "red"})
+    old = slides_checks.check_page_number_colors_1_0_2
+    for check in (metric, old):
+        assert check(None, {"color": "red"}) == 0.0
+        with pytest.raises(ValueError):  # no slide master: OSWorld raises too
+            check(not_a_deck(tmp_path), {"color": "red"})
+    # no RGB colour on the master: 2026.04 finds none (0, whatever the name); 1.0.2 raises
+    assert metric(deck(tmp_path / "d.pptx"), {"color": "purple"}) == 0.0
+    with pytest.raises(IndexError):
+        old(deck(tmp_path / "d.pptx"), {"color": "red"})
     fixed = metrics_for("fixed")["check_page_number_colors"]
     assert fixed(not_a_deck(tmp_path), {"color": "red"}) == 0.0
     with pytest.raises(ValueError, match="unknown color 'purple'"):

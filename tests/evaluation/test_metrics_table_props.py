@@ -17,6 +17,7 @@ from openpyxl.worksheet.views import Pane  # noqa: E402
 from table_fixtures import Mutator, book, compare_table, pair, score  # noqa: E402
 
 from osworld_gym.evaluation.metrics.registry import metrics_for  # noqa: E402
+from osworld_gym.evaluation.metrics.table import compare_table_1_0_2  # noqa: E402
 from osworld_gym.evaluation.metrics.table_props import pivot_info  # noqa: E402
 
 # --- sheet view, validation, dimensions, filters ------------------------------------------------
@@ -38,17 +39,21 @@ def test_freeze(tmp_path: Path) -> None:
     assert score(pair(tmp_path, None, frozen("B2")), FREEZE) == 0.0
 
 
-def test_freeze_after_scrolling_fails_as_in_osworld_and_passes_when_fixed(tmp_path: Path) -> None:
+def test_freeze_after_scrolling_passes_but_failed_in_1_0_2(tmp_path: Path) -> None:
     def scrolled(ws: Any) -> None:
         ws.sheet_view.pane = Pane(
             xSplit=1, ySplit=1, topLeftCell="B40", activePane="bottomRight", state="frozen"
         )
 
     paths = pair(tmp_path, scrolled, frozen("B2"))
-    assert score(paths, FREEZE) == 0.0  # OSWorld compares the pane's top-left cell
-    fixed = metrics_for("fixed")["compare_table"]
-    assert fixed(*paths, rules=[FREEZE]) == 1.0  # the frozen rows and columns match
-    assert fixed(*pair(tmp_path, frozen("C2"), frozen("B2")), rules=[FREEZE]) == 0.0
+    assert score(paths, FREEZE) == 1.0  # 2026.04: the frozen rows and columns match
+    assert compare_table_1_0_2(*paths, rules=[FREEZE]) == 0.0  # 1.0.2: the top-left cell
+    (tmp_path / "moved").mkdir()
+    moved = pair(tmp_path / "moved", frozen("C2"), frozen("B2"))
+    for reference in ("osworld-2026.04", "osworld-1.0.2"):
+        fixed = metrics_for("fixed", reference)["compare_table"]
+        assert fixed(*paths, rules=[FREEZE]) == 1.0
+        assert fixed(*moved, rules=[FREEZE]) == 0.0  # another frozen column
 
 
 def zoomed(scale: int | None) -> Mutator:

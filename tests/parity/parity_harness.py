@@ -30,7 +30,8 @@ from osworld_client import (
 from osworld_data import task_files
 
 from osworld_gym.errors import DependencyNotInstalled
-from osworld_gym.evaluation.metrics.registry import get_metric
+from osworld_gym.evaluation.metrics.registry import metrics_for
+from osworld_gym.evaluation.references import OSWORLD_1_0_2
 
 __all__ = [
     "ABSENT",
@@ -163,7 +164,8 @@ def compare(osworld: OSWorld, func_name: str, *args: Any, **options: Any) -> Out
         module = osworld.module_of(func_name)
     except KeyError:
         pytest.fail(f"OSWorld has no metric named {func_name!r}")
-    metric = get_metric(func_name)
+    # The side venv runs desktop-env 1.0.2: compare with our metrics of that reference.
+    metric = metrics_for("osworld", OSWORLD_1_0_2)[func_name]
     wire_args, wire_options = _to_wire(list(args)), _to_wire(dict(options))
     theirs: float | None = None
     their_error: OSWorldError | None = None

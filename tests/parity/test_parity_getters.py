@@ -35,7 +35,8 @@ from parity_harness import disagreement
 from osworld_gym.downloads import AssetCache
 from osworld_gym.evaluation import getters as getters_module
 from osworld_gym.evaluation import getters_time
-from osworld_gym.evaluation.getters import GETTERS, EvalContext
+from osworld_gym.evaluation.getters import EvalContext, getters_for
+from osworld_gym.evaluation.references import OSWORLD_1_0_2
 from osworld_gym.providers.local import LocalDesktop
 
 pytestmark = [pytest.mark.parity, pytest.mark.desktop]
@@ -203,7 +204,8 @@ class Getters:
         roots = [case.our_scratch, case.our_cache.root / TASK]
         with _our_clock(clock):
             try:
-                value = GETTERS[case.getter](ctx, copy.deepcopy(case.config))
+                # The side venv runs desktop-env 1.0.2: our getters of that reference.
+                value = getters_for(OSWORLD_1_0_2)[case.getter](ctx, copy.deepcopy(case.config))
             except Exception as e:  # noqa: BLE001 - compared with OSWorld's answer
                 return Answer(error=f"{type(e).__name__}: {e}")
         return Answer(_files_read(value, roots))

@@ -1954,6 +1954,10 @@ def _cities(values: list[Any]) -> Build:
     return book([["#", "Conference", "City"], *[[i, f"C{i}", v] for i, v in enumerate(values)]])
 
 
+def _spellings(entry: Any) -> list[Any]:
+    return [entry] if isinstance(entry, str) else list(entry)
+
+
 def _city_cases() -> list[Any]:
     cases = []
     for task, _, expected, _ in real_checks("compare_conference_city_in_order"):
@@ -1990,6 +1994,16 @@ def _city_cases() -> list[Any]:
             ),
             pytest.param(_cities(first), {"expected": [""] * 21}, id=f"{task}-empty-strings"),
             pytest.param(_cities(first), {"expected": [[]] * 21}, id=f"{task}-empty-lists"),
+            pytest.param(
+                _cities(first),
+                {"expected": [[5, *_spellings(e)] for e in rules["expected"]]},
+                id=f"{task}-number-spelling-first",
+            ),
+            pytest.param(
+                _cities(first),
+                {"expected": [[*_spellings(e), 5] for e in rules["expected"]]},
+                id=f"{task}-number-spelling-last",
+            ),
             pytest.param(Lo("plain"), rules, id=f"{task}-other-book"),
             pytest.param(b"not a workbook", rules, id=f"{task}-corrupt"),
             pytest.param(ABSENT, rules, id=f"{task}-absent"),

@@ -20,6 +20,7 @@ from __future__ import annotations
 from osworld_gym.evaluation.metrics.registry import (
     EVALUATION_MODES,
     FIXED_METRICS,
+    IGNORED_OPTIONS,
     INFEASIBLE,
     METRICS,
     Metric,
@@ -27,12 +28,14 @@ from osworld_gym.evaluation.metrics.registry import (
     get_metric,
     metric_names,
     metrics_for,
+    unknown_to_reference,
     unsupported_options,
 )
 
 __all__ = [
     "EVALUATION_MODES",
     "FIXED_METRICS",
+    "IGNORED_OPTIONS",
     "INFEASIBLE",
     "METRICS",
     "Metric",
@@ -40,5 +43,6 @@ __all__ = [
     "get_metric",
     "metric_names",
     "metrics_for",
+    "unknown_to_reference",
     "unsupported_options",
 ]

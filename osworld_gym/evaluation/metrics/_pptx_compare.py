@@ -1,9 +1,11 @@
 """Shape-, paragraph- and run-level comparisons behind ``compare_pptx_files``.
 
-The checks and their order are those of OSWorld's ``compare_pptx_files`` (desktop-env 1.0.2);
-see :mod:`osworld_gym.evaluation.metrics.slides` for the options. Where OSWorld's code raises
-(a theme colour read as RGB, a shape python-pptx cannot classify, a size that is not set) these
-raise too, so that the evaluator scores such a deck 0 as OSWorld's run would.
+The checks and their order are those of OSWorld's ``compare_pptx_files``: by default as its code
+of April 2026, with ``PptxOptions.rules_1_0_2`` as desktop-env 1.0.2's; see
+:mod:`osworld_gym.evaluation.metrics.slides` for the options and the differences. Where
+OSWorld's code raises (a theme colour read as RGB, a shape python-pptx cannot classify, a size
+that is not set) these raise too, so that the evaluator scores such a deck 0 as OSWorld's run
+would.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from osworld_gym.evaluation.metrics._deps import require
 logger = logging.getLogger(__name__)
 
 _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+_PIC = "{http://schemas.openxmlformats.org/presentationml/2006/main}pic"  # any picture's element
 _FREEFORM, _PICTURE, _TABLE = 5, 13, 19  # MSO_SHAPE_TYPE values
 # OSWorld's thresholds (EMU) for the task-specific position checks.
 _BELOW_TOP = 3600000  # a title/table moved to the bottom starts below this
@@ -57,21 +60,29 @@ class PptxOptions:
     top_position: bool = False
     tolerance: float = 0.005  # relative, from ``approximately_tolerance``
     debug: bool = True  # ``enable_debug``: OSWorld's debug lines read both shapes' types
+    # desktop-env 1.0.2's rules instead of those of OSWorld's code of 2026.04 (no option key).
+    rules_1_0_2: bool = False
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any], *, fixed: bool = False) -> PptxOptions:
+    def from_options(
+        cls, options: Mapping[str, Any], *, fixed: bool = False, rules_1_0_2: bool = False
+    ) -> PptxOptions:
         """Read OSWorld's option keys; unknown keys are logged and ignored, as OSWorld does.
 
         Args:
             options: The task's options.
-            fixed: Honour ``examine_shape_lenient_height`` and ``examine_run_count``, which
-                OSWorld's code never reads (the ``"fixed"`` evaluation mode); otherwise they
-                are ignored like any unknown key.
+            fixed: Honour ``examine_shape_lenient_height``, which no OSWorld code reads (the
+                ``"fixed"`` evaluation mode), and ``examine_run_count`` under either rules;
+                otherwise they are ignored like any unknown key where OSWorld ignores them.
+            rules_1_0_2: desktop-env 1.0.2's rules, whose code does not read
+                ``examine_run_count`` either (2026.04's does).
         """
-        names = {f.name for f in dataclasses.fields(cls)} - {"tolerance", "debug"}
+        names = {f.name for f in dataclasses.fields(cls)} - {"tolerance", "debug", "rules_1_0_2"}
         if not fixed:
-            names -= {"shape_lenient_height", "run_count"}
-        values: dict[str, Any] = {}
+            names.discard("shape_lenient_height")
+            if rules_1_0_2:
+                names.discard("run_count")
+        values: dict[str, Any] = {"rules_1_0_2": rules_1_0_2}
         for key, value in options.items():
             if key.startswith("examine_") and key[8:] in names:
                 values[key[8:]] = value
@@ -110,6 +121,32 @@ def _has_text(shape: Any) -> bool:
     return hasattr(shape, "text")
 
 
+def _blank(shape: Any) -> bool:
+    """No text: a shape without a text property (picture, table, group, line) or blank text."""
+    text = getattr(shape, "text", None)
+    return not text or not text.strip()
+
+
+def _is_picture(shape: Any) -> bool:
+    # The element's tag, not ``shape_type``: that raises for shapes python-pptx cannot
+    # classify, where OSWorld's exemption reads no type.
+    return bool(shape._element.tag == _PIC)
+
+
+def geometry_exempt(s1: Any, s2: Any, o: PptxOptions) -> bool:
+    """Whether the ``shape`` check leaves this pair's geometry alone (2026.04's rules).
+
+    OSWorld's code of 2026.04 skips it where neither shape has text, as decorative shapes
+    and empty boxes move between saves. We keep it for pictures: task ``e4ef0baf`` asks for
+    a picture's height with the default ``examine_shape`` alone to check it, which the
+    exemption would make any height pass (a decision by the task files; 1.0.2 compares
+    pictures too).
+    """
+    if o.rules_1_0_2:
+        return False
+    return _blank(s1) and _blank(s2) and not (_is_picture(s1) or _is_picture(s2))
+
+
 def shape_checks_ok(idx: int, s1: Any, s2: Any, o: PptxOptions) -> bool:
     """OSWorld's per-shape position and size checks, in its order.
 
@@ -137,10 +174,13 @@ def shape_checks_ok(idx: int, s1: Any, s2: Any, o: PptxOptions) -> bool:
     if o.shape_for_shift_size and not same_geometry(s1, s2, tol):
         if not (_has_text(s1) and _has_text(s2) and s1.text == s2.text == _PLACEHOLDER_TEXT):
             return False
-    if o.shape and not same_geometry(s1, s2, tol):
+    # OSWorld compares the geometry before it reads the switch, so an unset size beside a set
+    # one raises even with the check off.
+    if not same_geometry(s1, s2, tol) and o.shape and not geometry_exempt(s1, s2, o):
         return False
     if o.shape_lenient_height and not same_geometry(s1, s2, tol, height=False):
-        return False
+        if not geometry_exempt(s1, s2, o):
+            return False
     if o.image_size:
         if s1.shape_type == _PICTURE and s2.shape_type == _PICTURE:
             if not (
@@ -209,6 +249,25 @@ def _table_run_ok(r1: Any, r2: Any, o: PptxOptions) -> bool:
     )
 
 
+def compared_runs(p1: Any, p2: Any, o: PptxOptions) -> tuple[list[Any], list[Any]]:
+    """The runs of two paragraphs that are counted and compared.
+
+    Under 2026.04's rules, where both paragraphs are blank only runs with text count, so an
+    empty paragraph with or without an empty run (saves differ there) compares equal; as a
+    blank paragraph has no such run, nothing of theirs is compared.
+    """
+    r1s, r2s = list(p1.runs), list(p2.runs)
+    if not o.rules_1_0_2 and not p1.text.strip() and not p2.text.strip():
+        r1s = [r for r in r1s if r.text.strip()]
+        r2s = [r for r in r2s if r.text.strip()]
+    return r1s, r2s
+
+
+def levels_ok(l1: int, l2: int, o: PptxOptions) -> bool:
+    """Paragraph levels: equal; under 2026.04's rules levels 0 and 1 also count as equal."""
+    return l1 == l2 or (not o.rules_1_0_2 and l1 in (0, 1) and l2 in (0, 1))
+
+
 def alignment(paragraph: Any) -> Any:
     pp_align = require("pptx.enum.text").PP_ALIGN
     return paragraph.alignment if paragraph.alignment is not None else pp_align.LEFT
@@ -226,9 +285,10 @@ def table_ok(s1: Any, s2: Any, o: PptxOptions) -> bool:
             if len(p1s) != len(p2s):
                 return False
             for p1, p2 in zip(p1s, p2s, strict=True):
-                if len(p1.runs) != len(p2.runs) and o.run_count:
+                r1s, r2s = compared_runs(p1, p2, o)
+                if len(r1s) != len(r2s) and o.run_count:
                     return False
-                if not all(_table_run_ok(a, b, o) for a, b in zip(p1.runs, p2.runs, strict=False)):
+                if not all(_table_run_ok(a, b, o) for a, b in zip(r1s, r2s, strict=False)):
                     return False
     return True
 
@@ -246,11 +306,12 @@ def paragraphs_ok(s1: Any, s2: Any, o: PptxOptions) -> tuple[bool, bool]:
             return False, saw_runs
         if o.text and p1.text != p2.text:
             return False, saw_runs
-        if o.indent and p1.level != p2.level:
+        if o.indent and not levels_ok(p1.level, p2.level, o):
             return False, saw_runs
-        if len(p1.runs) != len(p2.runs) and o.run_count:
+        r1s, r2s = compared_runs(p1, p2, o)
+        if len(r1s) != len(r2s) and o.run_count:
             return False, saw_runs
-        for r1, r2 in zip(p1.runs, p2.runs, strict=False):
+        for r1, r2 in zip(r1s, r2s, strict=False):
             saw_runs = True
             if not run_ok(r1, r2, o):
                 return False, saw_runs
@@ -258,6 +319,7 @@ def paragraphs_ok(s1: Any, s2: Any, o: PptxOptions) -> tuple[bool, bool]:
 
 
 Bullet = tuple[Any, Any, str, Any]
+_NO_BULLET = "No Bullet"  # OSWorld's marker for a paragraph without a bullet character
 
 
 def slide_bullets(slide: Any) -> list[Bullet] | None:
@@ -270,12 +332,12 @@ def slide_bullets(slide: Any) -> list[Bullet] | None:
     for paragraph in root.iter(f"{_A}p"):
         ppr = paragraph.find(f"{_A}pPr")
         level: Any = "No Level"
-        char: Any = "No Bullet"
+        char: Any = _NO_BULLET
         color: Any = "No Color"
         if ppr is not None:
             level = ppr.get("lvl")
             bu_char = ppr.find(f"{_A}buChar")
-            char = bu_char.get("char") if bu_char is not None else "No Bullet"
+            char = bu_char.get("char") if bu_char is not None else _NO_BULLET
             clr = ppr.find(f"{_A}buClr/{_A}srgbClr")
             color = clr.get("val") if clr is not None else "No Color"
         texts = [t.text for t in paragraph.iter(f"{_A}t")]
@@ -287,10 +349,14 @@ def slide_bullets(slide: Any) -> list[Bullet] | None:
     return bullets
 
 
-def bullets_equal(b1: list[Bullet] | None, b2: list[Bullet] | None) -> bool:
+def bullets_equal(
+    b1: list[Bullet] | None, b2: list[Bullet] | None, *, rules_1_0_2: bool = False
+) -> bool:
     """Same texts, bullet characters and levels (unset = ``"0"``); colours are not compared.
 
-    Where either list could not be read, the comparison is skipped (True), as in OSWorld.
+    Under 2026.04's rules the levels count only where either paragraph shows a bullet: without
+    one, saves write the level differently while the slide looks the same. Where either list
+    could not be read, the comparison is skipped (True), as in OSWorld.
     """
     if b1 is None or b2 is None:
         return True
@@ -299,6 +365,8 @@ def bullets_equal(b1: list[Bullet] | None, b2: list[Bullet] | None) -> bool:
     for (lvl1, ch1, text1, _), (lvl2, ch2, text2, _) in zip(b1, b2, strict=True):
         if text1 != text2 or ch1 != ch2:
             return False
+        if not rules_1_0_2 and ch1 == ch2 == _NO_BULLET:
+            continue
         if ("0" if lvl1 is None else lvl1) != ("0" if lvl2 is None else lvl2):
             return False
     return True

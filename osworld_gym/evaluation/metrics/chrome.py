@@ -5,6 +5,12 @@ OSWorld's module ``chrome`` (the browser part; ``compare_pdfs`` and the archive 
 the task's rule dict, and scores as OSWorld does: a missing (falsy) result scores 0, and a rule
 ``type`` OSWorld does not know raises ``TypeError`` where OSWorld's does (the evaluator scores
 that check 0 with the error recorded) or scores 0 where OSWorld's does.
+
+Two functions changed in OSWorld's code of 2026.04 (the default reference, see
+:mod:`osworld_gym.evaluation.references`); ``<name>_1_0_2`` keeps desktop-env 1.0.2's scoring:
+:func:`is_expected_installed_extensions` treats the Zoom extension's two store names as one,
+and :func:`is_shortcut_on_desktop` also accepts a ``Name=``/``Exec=`` line that contains the
+expected text or is contained in it.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import itertools
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlparse, urlunparse
 
@@ -93,16 +99,59 @@ def is_expected_url_pattern_match(result: Any, rules: Mapping[str, Any]) -> floa
     return float(all(re.search(pattern, url) for pattern in rules["expected"]))
 
 
+# Extension names that the Chrome Web Store has shown for the same extension: 2026.04 counts a
+# name of a group as any other of the group (multi_apps/873cafdd's list names Zoom's newer one).
+_EXTENSION_ALIASES: tuple[frozenset[str], ...] = (
+    frozenset({"Zoom Chrome Extension", "Zoom for Google Chrome"}),
+)
+
+
+def _extension_name(name: Any) -> Any:
+    """One name per alias group (the group's first in sorted order); other names unchanged."""
+    for group in _EXTENSION_ALIASES:
+        if name in group:
+            return min(group)
+    return name
+
+
+def _as_written(name: Any) -> Any:
+    return name
+
+
+def _has_extensions(installed: Any, expected: Mapping[str, Any], canonical: bool) -> float:
+    if not installed:
+        return 0.0
+    name: Callable[[Any], Any] = _extension_name if canonical else _as_written
+    wanted = {name(n) for n in expected["expected"]}
+    return float(wanted.issubset({name(n) for n in installed}))
+
+
 def is_expected_installed_extensions(installed: Any, expected: Mapping[str, Any]) -> float:
     """1 when every name in ``expected["expected"]`` is among the installed extension names.
+
+    As OSWorld's code of 2026.04: "Zoom Chrome Extension" and "Zoom for Google Chrome" (the
+    same extension under the store's old and new names) stand for each other, on both sides.
+    Names are otherwise compared exactly.
 
     Example:
         >>> is_expected_installed_extensions(["uBlock", "Dark Reader"], {"expected": ["uBlock"]})
         1.0
+        >>> is_expected_installed_extensions(["Zoom Chrome Extension"],
+        ...                                  {"expected": ["Zoom for Google Chrome"]})
+        1.0
     """
-    if not installed:
-        return 0.0
-    return float(set(expected["expected"]).issubset(set(installed)))
+    return _has_extensions(installed, expected, canonical=True)
+
+
+def is_expected_installed_extensions_1_0_2(installed: Any, expected: Mapping[str, Any]) -> float:
+    """:func:`is_expected_installed_extensions` as desktop-env 1.0.2 scores it: no aliases.
+
+    Example:
+        >>> is_expected_installed_extensions_1_0_2(["Zoom Chrome Extension"],
+        ...                                        {"expected": ["Zoom for Google Chrome"]})
+        0.0
+    """
+    return _has_extensions(installed, expected, canonical=False)
 
 
 def is_expected_tabs(
@@ -212,8 +261,38 @@ def is_cookie_deleted(
     return 1.0
 
 
+def _shortcut_key(rule: Mapping[str, Any]) -> str:
+    """``"Name"`` or ``"Exec"``: the ``.desktop`` key a rule of type name or exec looks at.
+
+    Raises:
+        TypeError: another rule type (as OSWorld, which names url and id but supports neither).
+    """
+    kind = rule["type"]
+    if kind not in ("name", "exec"):
+        raise TypeError(f"{kind} not support yet!")
+    return "Name" if kind == "name" else "Exec"
+
+
+def _entry_matches(key: str, actual: str, wanted: str) -> bool:
+    r"""2026.04's loose test of one ``Name=``/``Exec=`` value against the rule's text.
+
+    Equal, or either contains the other: ignoring case for names, exactly for commands. The
+    value is the rest of the line after ``=``: a CRLF file's ``\r`` stays in it (so only the
+    containment tests can match there), and an empty value is contained in any text.
+    """
+    if key == "Name":
+        actual, wanted = actual.lower(), wanted.lower()
+    return actual == wanted or wanted in actual or actual in wanted
+
+
 def is_shortcut_on_desktop(shortcuts: Mapping[str, str] | None, rule: Mapping[str, Any]) -> float:
-    r"""1 when a ``.desktop`` file on the Desktop has the line ``Name=<name>`` (or ``Exec=``).
+    r"""1 when a ``.desktop`` file on the Desktop has a matching ``Name=`` (or ``Exec=``) line.
+
+    As OSWorld's code of 2026.04: a file passes when it holds the line ``Name=<name>``
+    (newline-terminated) exactly, or when one of its lines starting ``Name=`` has a value that
+    contains the expected name or is contained in it, ignoring case (the page's title may have
+    changed since the task was written). ``exec`` rules do the same with ``Exec=`` lines, with
+    case. A ``Name[de]=`` or ``GenericName=`` line is not a ``Name=`` line.
 
     Args:
         shortcuts: ``shortcuts_on_desktop``'s file name → content.
@@ -226,11 +305,37 @@ def is_shortcut_on_desktop(shortcuts: Mapping[str, str] | None, rule: Mapping[st
         >>> is_shortcut_on_desktop({"a.desktop": "Name=Slides\nExec=x\n"},
         ...                        {"type": "name", "name": "Slides"})
         1.0
+        >>> is_shortcut_on_desktop({"a.desktop": "Name=2048\nExec=x\n"},
+        ...                        {"type": "name", "name": "Play Puzzle Game 2048"})
+        1.0
     """
-    kind = rule["type"]
-    if kind not in ("name", "exec"):
-        raise TypeError(f"{kind} not support yet!")
-    line = ("Name=" if kind == "name" else "Exec=") + rule[kind] + "\n"
+    key = _shortcut_key(rule)
+    wanted = rule[key.lower()]
+    prefix = f"{key}="
+    for content in (shortcuts or {}).values():
+        if prefix + wanted + "\n" in content:  # a name that is no text raises, as in OSWorld
+            return 1.0
+        for line in content.split("\n"):
+            if line.startswith(prefix) and _entry_matches(key, line[len(prefix) :], wanted):
+                return 1.0
+    return 0.0
+
+
+def is_shortcut_on_desktop_1_0_2(
+    shortcuts: Mapping[str, str] | None, rule: Mapping[str, Any]
+) -> float:
+    r""":func:`is_shortcut_on_desktop` as desktop-env 1.0.2 scores it: the exact line only.
+
+    A file passes only when it holds ``Name=<name>`` (or ``Exec=<exec>``) followed by a
+    newline: case, a ``\r`` before the newline, or a missing final newline make it fail.
+
+    Example:
+        >>> is_shortcut_on_desktop_1_0_2({"a.desktop": "Name=2048\nExec=x\n"},
+        ...                              {"type": "name", "name": "Play Puzzle Game 2048"})
+        0.0
+    """
+    key = _shortcut_key(rule)
+    line = key + "=" + rule[key.lower()] + "\n"
     return float(any(line in content for content in (shortcuts or {}).values()))
 
 

@@ -158,6 +158,24 @@ def check_contrast_increase_and_structure_sim(result: str | None, expected: str 
     return float(contrast1 > contrast2 and similar(first, second, _CONTRAST_SSIM))
 
 
+def check_file_exists(directory: str | None, filename: str | None) -> float:
+    """1 when ``filename`` is a regular file in ``directory``, on the host that scores.
+
+    OSWorld's ``gimp`` module's version, the one its package exports (``docs`` defines another
+    that adds a guard for empty arguments): ``os.path.join`` then ``isfile``, so an absolute
+    ``filename`` stands on its own. Unchanged from desktop-env 1.0.2 to 2026.04; none of the
+    snapshot's task files uses it. A missing argument scores 0 here, where OSWorld's raises
+    (TypeError), which the evaluator scores 0 too.
+
+    Example:
+        >>> check_file_exists("/", "no-such-file"), check_file_exists(None, "x")
+        (0.0, 0.0)
+    """
+    if directory is None or filename is None:
+        return 0.0
+    return float(os.path.isfile(os.path.join(directory, filename)))
+
+
 def check_palette_and_structure_sim(result: str | None, expected: str | None) -> float:
     """1 when ``result`` is an indexed (palette, mode ``P``) image with SSIM ≥ 0.9."""
     images = load_images(result, expected)

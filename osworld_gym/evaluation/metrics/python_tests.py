@@ -12,6 +12,16 @@ private ``/tmp``, only the folder of files writable), else as a plain child proc
 it is bounded (``timeout``, default 120 s; a suite still running then scores 0: the agent's
 program hangs) and cannot take the evaluating process down with it. The tested code imports
 what the task's programs import (pygame for OSWorld's games), from this Python's packages.
+
+Evaluator references (:mod:`osworld_gym.evaluation.references`): OSWorld's code changed after
+desktop-env 1.0.2 only in what its process keeps after a run. 1.0.2 left every module a suite
+imported (the agent's ``settings``, ``main``, ``snake``...) in ``sys.modules``, so a later
+suite in the same process importing the same name got the earlier one (the snake and tetris
+tasks both ship a ``settings.py``); 2026.04 removes every module the run added. Each run here
+is a fresh interpreter, so no module carries over: every score is the one 2026.04 gives, and
+the one 1.0.2 gives a suite run first in its process. 1.0.2's carry-over hangs on which tasks
+were scored before in the same process and on the state their suites left in those modules, so
+it is not reproduced: there is no ``_1_0_2`` variant, both references use this metric.
 """
 
 from __future__ import annotations

@@ -9,6 +9,11 @@ Two evaluation modes (``EnvConfig.evaluation``): ``"osworld"`` (the default, :da
 scores exactly as OSWorld's code does, its bugs included, so numbers compare with published
 results; ``"fixed"`` swaps in the corrected metrics of :data:`FIXED_METRICS`
 (:func:`metrics_for`).
+
+Which OSWorld's code (``EnvConfig.evaluator_reference``, :mod:`osworld_gym.evaluation.references`):
+:data:`METRICS` behave as the default reference, ``osworld-2026.04``; the older
+``osworld-1.0.2`` swaps in :data:`REFERENCE_1_0_2_METRICS` for the metrics that changed since,
+and lacks those added since (:data:`NEW_SINCE_1_0_2`).
 """
 
 from __future__ import annotations
@@ -44,6 +49,12 @@ from osworld_gym.evaluation.metrics import (
     table,
     table_checks,
     vscode,
+)
+from osworld_gym.evaluation.references import (
+    DEFAULT_REFERENCE,
+    OSWORLD_1_0_2,
+    OSWORLD_2026_04,
+    check_reference,
 )
 
 Metric = Callable[..., float]
@@ -146,6 +157,7 @@ _ALL: tuple[Metric, ...] = (
     gimp.check_image_mirror,
     gimp.check_structure_sim_resized,
     gimp.check_structure_sim_with_threshold,
+    gimp.check_file_exists,
     gimp_layout.check_green_background,
     gimp_layout.check_triangle_position,
     gimp_layout.check_textbox_on_leftside,
@@ -227,6 +239,50 @@ FIXED_METRICS: Mapping[str, Metric] = MappingProxyType(
 )
 
 
+# The metrics whose behaviour in desktop-env 1.0.2 differs from OSWorld's code of 2026.04 (the
+# default reference, METRICS): name -> the 1.0.2 behaviour, for evaluator_reference
+# "osworld-1.0.2". Per metric: what changed (docs/concepts/evaluation.md has the decisions).
+REFERENCE_1_0_2_METRICS: Mapping[str, Metric] = MappingProxyType(
+    {
+        # 1.0.2 compares the text exactly and ignores options; 2026.04 reads containment_ok
+        # (default true: the expected JSON a subset of the file's, else a substring of it).
+        "compare_config": vscode.compare_config_1_0_2,
+        # 1.0.2's freeze rule compares the pane's top-left visible cell, which moves with
+        # scrolling; 2026.04 compares the frozen row and column counts.
+        "compare_table": table.compare_table_1_0_2,
+        # 1.0.2 looks for the city exactly as written; 2026.04 compares both sides without
+        # case, accents and punctuation.
+        "compare_conference_city_in_order": table_checks.compare_conference_city_in_order_1_0_2,
+        # 1.0.2 ignores examine_run_count, counts and compares the runs of blank paragraphs,
+        # tells paragraph levels 0 and 1 apart, compares bullet levels without bullets and
+        # places shapes without text; 2026.04 does none of these.
+        "compare_pptx_files": slides.compare_pptx_files_1_0_2,
+        # 1.0.2 reads the master's second-to-last RGB colour one character late (and raises
+        # with fewer than two); 2026.04 the last non-black run colour, as RRGGBB.
+        "check_page_number_colors": slides_checks.check_page_number_colors_1_0_2,
+        # 1.0.2 has no alias for the Zoom extension's store name (multi_apps/873cafdd).
+        "is_expected_installed_extensions": chrome.is_expected_installed_extensions_1_0_2,
+        # 1.0.2 wants the exact "Name=<name>\n" (or "Exec=") line; 2026.04 also a Name= line
+        # that contains the name or is contained in it, without case.
+        "is_shortcut_on_desktop": chrome.is_shortcut_on_desktop_1_0_2,
+    }
+)
+
+# Metrics OSWorld added after desktop-env 1.0.2: the "osworld-1.0.2" reference does not know them.
+NEW_SINCE_1_0_2: frozenset[str] = frozenset(
+    {"check_play_and_exit", "check_structure_sim_with_threshold"}
+)
+
+# The fixes of FIXED_METRICS that OSWorld's own code made by 2026.04: under that reference the
+# "fixed" mode has nothing left to correct there.
+FIXED_BY_2026_04: frozenset[str] = frozenset(
+    {
+        "compare_config",  # honours containment_ok, as compare_config_fixed did
+        "compare_table",  # the frozen row and column counts, as compare_table_fixed did
+    }
+)
+
+
 def _with_fixes(base: Mapping[str, Metric], fixes: Mapping[str, Metric]) -> Mapping[str, Metric]:
     unknown = sorted(set(fixes) - set(base))
     if unknown:
@@ -234,20 +290,47 @@ def _with_fixes(base: Mapping[str, Metric], fixes: Mapping[str, Metric]) -> Mapp
     return MappingProxyType({**base, **fixes})
 
 
-_BY_MODE: Mapping[str, Mapping[str, Metric]] = MappingProxyType(
-    {"osworld": METRICS, "fixed": _with_fixes(METRICS, FIXED_METRICS)}
+def _reference_1_0_2() -> Mapping[str, Metric]:
+    unknown = sorted((set(REFERENCE_1_0_2_METRICS) | NEW_SINCE_1_0_2) - set(METRICS))
+    if unknown:
+        raise ValueError(f"reference 1.0.2 metrics replace no registered metric: {unknown}")
+    older = {n: f for n, f in METRICS.items() if n not in NEW_SINCE_1_0_2}
+    return MappingProxyType({**older, **REFERENCE_1_0_2_METRICS})
+
+
+_BY_REFERENCE: Mapping[str, Mapping[str, Metric]] = MappingProxyType(
+    {OSWORLD_2026_04: METRICS, OSWORLD_1_0_2: _reference_1_0_2()}
+)
+_FIXES: Mapping[str, Mapping[str, Metric]] = MappingProxyType(
+    {
+        OSWORLD_2026_04: MappingProxyType(
+            {n: f for n, f in FIXED_METRICS.items() if n not in FIXED_BY_2026_04}
+        ),
+        OSWORLD_1_0_2: FIXED_METRICS,
+    }
+)
+_BY_MODE: Mapping[tuple[str, str], Mapping[str, Metric]] = MappingProxyType(
+    {
+        (mode, reference): (base if mode == "osworld" else _with_fixes(base, _FIXES[reference]))
+        for reference, base in _BY_REFERENCE.items()
+        for mode in EVALUATION_MODES
+    }
 )
 
 
-def metrics_for(mode: str = "osworld") -> Mapping[str, Metric]:
-    """The name → metric mapping of an evaluation mode.
+def metrics_for(mode: str = "osworld", reference: str = DEFAULT_REFERENCE) -> Mapping[str, Metric]:
+    """The name → metric mapping of an evaluation mode under an evaluator reference.
 
     Args:
-        mode: ``"osworld"``: OSWorld's behaviour, bugs included (:data:`METRICS`);
-            ``"fixed"``: the same with the metrics of :data:`FIXED_METRICS` corrected.
+        mode: ``"osworld"``: OSWorld's behaviour, bugs included; ``"fixed"``: the same with
+            the metrics of :data:`FIXED_METRICS` corrected (those the reference's code still
+            gets wrong).
+        reference: Whose code (:data:`~osworld_gym.evaluation.references.REFERENCES`):
+            ``"osworld-2026.04"`` (default, :data:`METRICS`) or ``"osworld-1.0.2"``
+            (:data:`REFERENCE_1_0_2_METRICS` swapped in, :data:`NEW_SINCE_1_0_2` left out).
 
     Raises:
-        ValueError: Another mode.
+        ValueError: Another mode or reference.
 
     Example:
         >>> metrics_for("fixed")["check_triangle_position"].__name__
@@ -255,8 +338,9 @@ def metrics_for(mode: str = "osworld") -> Mapping[str, Metric]:
         >>> metrics_for()["exact_match"] is METRICS["exact_match"]
         True
     """
+    check_reference(reference)
     try:
-        return _BY_MODE[mode]
+        return _BY_MODE[(mode, reference)]
     except KeyError:
         raise ValueError(
             f"evaluation mode must be one of {EVALUATION_MODES}, got {mode!r}"
@@ -282,6 +366,56 @@ def unsupported_options(name: str, options: Mapping[str, Any] | None) -> list[st
         if kind not in archives.ARCHIVE_FILE_TYPES:
             return [f"compare_archive file_type {kind!r}"]
     return []
+
+
+# Options OSWorld's task files set that a reference's code never reads: scored under that
+# reference, the option changes nothing. From reading each reference's code for the options the
+# task files of April 2026 use (keys starting with "_" are the files' comments, never read).
+IGNORED_OPTIONS: Mapping[str, Mapping[str, frozenset[str]]] = MappingProxyType(
+    {
+        OSWORLD_2026_04: MappingProxyType(
+            {
+                # One task sets it beside examine_shape: false; no OSWorld code reads it.
+                "compare_pptx_files": frozenset({"examine_shape_lenient_height"}),
+                "compare_references": frozenset({"content_only"}),
+            }
+        ),
+        OSWORLD_1_0_2: MappingProxyType(
+            {
+                "compare_config": frozenset({"containment_ok"}),
+                "compare_pptx_files": frozenset(
+                    {"examine_run_count", "examine_shape_lenient_height"}
+                ),
+                "compare_references": frozenset({"content_only"}),
+            }
+        ),
+    }
+)
+
+
+def unknown_to_reference(
+    name: str, options: Mapping[str, Any] | None, reference: str = DEFAULT_REFERENCE
+) -> list[str]:
+    """What of a task's metric and ``options`` the reference's code does not know.
+
+    For ``tasks report``'s warnings: such a task is scored as that code scores it, which may
+    not be what its file means (an option it ignores, a metric it lacks).
+
+    Example:
+        >>> unknown_to_reference("compare_config", {"containment_ok": True}, "osworld-1.0.2")
+        ["compare_config option 'containment_ok' (osworld-1.0.2's code ignores it)"]
+        >>> unknown_to_reference("compare_config", {"containment_ok": True})
+        []
+    """
+    check_reference(reference)
+    if name not in metrics_for("osworld", reference):
+        return [f"metric {name!r} (not in {reference}'s code)"]
+    ignored = IGNORED_OPTIONS[reference].get(name, frozenset())
+    return [
+        f"{name} option {key!r} ({reference}'s code ignores it)"
+        for key in sorted(options or {})
+        if key in ignored
+    ]
 
 
 def metric_names() -> list[str]:

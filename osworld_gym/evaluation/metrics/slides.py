@@ -1,8 +1,9 @@
 """Presentation metrics (python-pptx): ``compare_pptx_files`` and slide-orientation checks.
 
 ``compare_pptx_files(result, expected, **options)`` walks both decks slide by slide and shape
-by shape, in order, as OSWorld's (desktop-env 1.0.2) does, and passes only when every enabled
-check passes. Options are OSWorld's ``examine_<check>`` switches (fields of
+by shape, in order, as OSWorld's code of April 2026 does (:func:`compare_pptx_files_1_0_2`:
+as desktop-env 1.0.2's), and passes only when every enabled check passes. Options are
+OSWorld's ``examine_<check>`` switches (fields of
 :class:`~osworld_gym.evaluation.metrics._pptx_compare.PptxOptions`):
 
 * on by default: ``number_of_slides``, ``shape`` (position and size within
@@ -14,15 +15,26 @@ check passes. Options are OSWorld's ``examine_<check>`` switches (fields of
   text and freeforms: height only), ``shape_for_shift_size``, and the task-specific
   ``title_bottom_position``, ``table_bottom_position``, ``right_position``,
   ``top_position``, which test fixed slides and EMU offsets exactly as OSWorld does;
-* always: the shape count of each slide, the paragraph count of each text shape, the run
-  count of each paragraph (table cells included), the number of text shapes (groups
-  included) and, in table cells, runs' bold, italic and underline.
+* ``run_count`` (on by default): the run count of each paragraph, table cells included;
+* always: the shape count of each slide, the paragraph count of each text shape, the number
+  of text shapes (groups included) and, in table cells, runs' bold, italic and underline.
 
-``examine_shape_lenient_height`` (task ``libreoffice_impress/04578141``) and
-``examine_run_count`` (that task and ``b8adbc24``) are read nowhere in OSWorld 1.0.2's code,
-so :func:`compare_pptx_files` ignores them; :func:`compare_pptx_files_fixed` (the ``"fixed"``
-evaluation mode) honours them: position and width within the tolerance with any height, and
-run counts not compared.
+What 2026.04's code changed since 1.0.2 (each kept in :func:`compare_pptx_files_1_0_2`):
+
+* ``examine_run_count`` is read (1.0.2 always counts runs; tasks ``04578141`` and
+  ``b8adbc24`` turn it off);
+* where both paragraphs are blank, only runs with text are counted and compared, so neither
+  their run counts nor their (empty) runs' fonts matter;
+* paragraph levels 0 and 1 count as equal (``indent``);
+* the bullets check compares levels only where a paragraph has a bullet character;
+* ``shape`` leaves alone the geometry of shape pairs where neither has text (no text property
+  or blank text). Decided by the task files: pictures keep the check, since task
+  ``e4ef0baf`` asks for a picture's height with nothing else to check it.
+
+``examine_shape_lenient_height`` (task ``04578141``) is read by no OSWorld code, so
+:func:`compare_pptx_files` ignores it; :func:`compare_pptx_files_fixed` (the ``"fixed"``
+evaluation mode) honours it: position and width within the tolerance with any height (as
+``shape``, sparing pairs without text).
 
 As in OSWorld, a missing result path opens python-pptx's empty default deck, and a slide
 whose background is a theme colour, a notes slide without a notes placeholder or a shape that
@@ -95,9 +107,10 @@ def _grouped_text_ok(shapes1: list[Any], shapes2: list[Any], o: cmp.PptxOptions)
     return True
 
 
-def _bullets_ok(slide1: Any, slide2: Any) -> bool:
+def _bullets_ok(slide1: Any, slide2: Any, o: cmp.PptxOptions) -> bool:
     try:
-        return cmp.bullets_equal(cmp.slide_bullets(slide1), cmp.slide_bullets(slide2))
+        bullets1, bullets2 = cmp.slide_bullets(slide1), cmp.slide_bullets(slide2)
+        return cmp.bullets_equal(bullets1, bullets2, rules_1_0_2=o.rules_1_0_2)
     except Exception as e:  # noqa: BLE001 - OSWorld skips the bullets when reading them fails
         logger.debug("compare_pptx_files: bullets not compared: %s", e)
         return True
@@ -121,7 +134,7 @@ def _shapes_ok(index: int, slide1: Any, slide2: Any, o: cmp.PptxOptions) -> bool
                 return False
     # OSWorld compares the bullets (over the whole slide) at the first pair of text runs.
     if o.bullets and saw_runs:
-        return _bullets_ok(slide1, slide2)
+        return _bullets_ok(slide1, slide2, o)
     return True
 
 
@@ -142,33 +155,49 @@ def _slide_ok(index: int, slide1: Any, slide2: Any, o: cmp.PptxOptions) -> bool:
 def compare_pptx_files(result: str | None, expected: str | None, **options: Any) -> float:
     """1 when the result deck matches the reference deck under the ``examine_*`` options.
 
+    As OSWorld's code of 2026.04 (module docstring), pictures' geometry included.
+
     Args:
         result: Path of the ``.pptx`` the agent saved (``None``: python-pptx's empty deck).
         expected: Path of the reference deck.
         **options: ``examine_*`` switches and ``approximately_tolerance`` (module docstring);
-            ``examine_shape_lenient_height`` and ``examine_run_count`` are ignored, as in
-            OSWorld.
+            ``examine_shape_lenient_height`` is ignored, as in OSWorld.
 
     Returns:
         1.0 on a match; 0.0 on a difference or when the result cannot be read.
     """
-    return _compare_decks(result, expected, options, fixed=False)
+    return _compare_decks(result, expected, options, fixed=False, rules_1_0_2=False)
+
+
+def compare_pptx_files_1_0_2(result: str | None, expected: str | None, **options: Any) -> float:
+    """:func:`compare_pptx_files` as desktop-env 1.0.2's code scores.
+
+    ``examine_run_count`` is ignored (run counts always compared, blank paragraphs too), levels
+    0 and 1 differ, the bullets check compares every level and ``examine_shape`` compares the
+    geometry of every shape pair.
+    """
+    return _compare_decks(result, expected, options, fixed=False, rules_1_0_2=True)
 
 
 def compare_pptx_files_fixed(result: str | None, expected: str | None, **options: Any) -> float:
-    """:func:`compare_pptx_files` that honours two options OSWorld's code never reads.
+    """:func:`compare_pptx_files` that honours ``examine_shape_lenient_height``.
 
-    With ``examine_shape_lenient_height``, each shape's position and width must match within
-    the tolerance and its height may differ; with ``examine_run_count: false`` paragraphs (and
-    table cells) may be split into runs differently. A missing result scores 0.
+    No OSWorld code reads that option: with it, each shape's position and width must match
+    within the tolerance and its height may differ (pairs without text are spared, as by
+    ``examine_shape``). A missing result scores 0.
     """
     if not result:
         return 0.0
-    return _compare_decks(result, expected, options, fixed=True)
+    return _compare_decks(result, expected, options, fixed=True, rules_1_0_2=False)
 
 
 def _compare_decks(
-    result: str | None, expected: str | None, options: Mapping[str, Any], *, fixed: bool
+    result: str | None,
+    expected: str | None,
+    options: Mapping[str, Any],
+    *,
+    fixed: bool,
+    rules_1_0_2: bool,
 ) -> float:
     presentation = require("pptx").Presentation
     try:
@@ -179,7 +208,7 @@ def _compare_decks(
         logger.info("compare_pptx_files: cannot open %s: %s", result, e)
         return 0.0
     deck2 = presentation(expected)
-    o = cmp.PptxOptions.from_options(options, fixed=fixed)
+    o = cmp.PptxOptions.from_options(options, fixed=fixed, rules_1_0_2=rules_1_0_2)
     if len(deck1.slides) != len(deck2.slides) and o.number_of_slides:
         return 0.0
     pairs = zip(deck1.slides, deck2.slides, strict=False)

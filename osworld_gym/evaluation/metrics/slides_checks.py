@@ -223,15 +223,60 @@ def _slide_number_colour(master: ElementTree.Element) -> str | None:
             colour = shape.find("p:txBody//a:solidFill/a:srgbClr", _NS)
             if colour is not None:
                 return colour.get("val")
-    run_colours = [c.get("val") for c in master.findall(".//a:rPr//a:solidFill//a:srgbClr", _NS)]
-    for value in reversed(run_colours):
-        if value and value.upper() != "000000":
+    return _fallback_colour(master)
+
+
+def _last_not_black(colours: list[ElementTree.Element]) -> str | None:
+    for colour in reversed(colours):
+        value = colour.get("val")
+        if value and value != "000000":
             return value
-    all_colours = [c.get("val") for c in master.findall(".//a:solidFill//a:srgbClr", _NS)]
-    for value in reversed(all_colours):
-        if value and value.upper() != "000000":
-            return value
-    return all_colours[-1] if all_colours else None
+    return None
+
+
+def _fallback_colour(master: ElementTree.Element) -> str | None:
+    """The master's last non-black run colour, else last non-black colour, else last colour."""
+    value = _last_not_black(master.findall(".//a:rPr//a:solidFill//a:srgbClr", _NS))
+    if value is not None:
+        return value
+    colours = master.findall(".//a:solidFill//a:srgbClr", _NS)
+    value = _last_not_black(colours)
+    if value is not None or not colours:
+        return value
+    return colours[-1].get("val")
+
+
+# The placeholder types whose colour OSWorld's code of 2026.04 tries before any run colour.
+_NUMBER_PLACEHOLDERS = ("sldNum", "ftr", "dt")
+
+
+def _colour_in(element: ElementTree.Element) -> ElementTree.Element | None:
+    return element.find(".//a:solidFill//a:srgbClr", _NS)
+
+
+def _page_number_colour_2026_04(master: ElementTree.Element) -> str | None:
+    """The colour value OSWorld's code of 2026.04 takes for the slide numbers.
+
+    In order: a colour inside the first ``sldNum`` ``p:ph`` element, then inside the first
+    ``sldNum``/``ftr``/``dt`` one that holds any; then the last non-black run colour
+    (``a:rPr``) of the master; then its last non-black colour of any kind; then its last
+    colour. A ``p:ph`` element holds no colour in a valid deck (the shape's text body is its
+    sibling's), so in practice the run colours decide; the steps are kept as they are.
+    """
+    first = master.find('.//p:ph[@type="sldNum"]', _NS)
+    colour = None if first is None else _colour_in(first)
+    if colour is not None and colour.get("val") is not None:
+        return colour.get("val")
+    for placeholder in master.iterfind(".//p:ph", _NS):
+        if placeholder.get("type") not in _NUMBER_PLACEHOLDERS:
+            continue
+        colour = _colour_in(placeholder)
+        if colour is not None:
+            # The first placeholder with a colour ends the search, even one without a value.
+            if colour.get("val") is not None:
+                return colour.get("val")
+            break
+    return _fallback_colour(master)
 
 
 def _shifted_channels(value: str) -> tuple[int, int, int]:
@@ -243,10 +288,42 @@ def _shifted_channels(value: str) -> tuple[int, int, int]:
     return int(value[1:3], 16), int(value[3:5], 16), int(value[5:7], 16)
 
 
-def check_page_number_colors(result: str | None, rules: Mapping[str, Any]) -> float:
-    """1 when the colour OSWorld takes for the slide numbers is ``rules["color"]``.
+def _read_master(result: str) -> ElementTree.Element:
+    master = _zip_xml(result, "ppt/slideMasters/slideMaster1.xml")
+    if master is None:  # OSWorld's code raises here (the evaluator scores 0)
+        raise ValueError(f"check_page_number_colors: no slide master in {result}")
+    return master
 
-    As OSWorld's code does: the second-to-last ``a:srgbClr`` under an ``a:solidFill`` of
+
+def check_page_number_colors(result: str | None, rules: Mapping[str, Any]) -> float:
+    """1 when the colour OSWorld's 2026.04 code takes for the slide numbers is ``rules["color"]``.
+
+    The colour of ``ppt/slideMasters/slideMaster1.xml`` that
+    :func:`_page_number_colour_2026_04` picks (in practice the master's last non-black run
+    colour), read as ``RRGGBB`` with an optional ``#``. ``"red"``, ``"green"``, ``"blue"``:
+    that channel exceeds the other two by more than 50; ``"black"``: every channel below 50;
+    any other name passes. No colour, or one that is not six hex digits, scores 0 (whatever
+    the name); a deck without a master raises.
+
+    desktop-env 1.0.2 (:func:`check_page_number_colors_1_0_2`) read the master's second-to-last
+    colour one character late and raised with fewer than two colours.
+    """
+    if not result:
+        return 0.0
+    value = _page_number_colour_2026_04(_read_master(result))
+    rgb = _hex_rgb(value)
+    if rgb is None:
+        logger.info("check_page_number_colors: no usable slide-number colour (%r)", value)
+        return 0.0
+    wanted = rules["color"]
+    test = _COLOUR_TESTS.get(wanted) if isinstance(wanted, str) else None
+    return 1.0 if test is None else float(test(*rgb))
+
+
+def check_page_number_colors_1_0_2(result: str | None, rules: Mapping[str, Any]) -> float:
+    """:func:`check_page_number_colors` as desktop-env 1.0.2's code scores.
+
+    The second-to-last ``a:srgbClr`` under an ``a:solidFill`` of
     ``ppt/slideMasters/slideMaster1.xml``, its ``val`` read one character late (see
     :func:`_shifted_channels`); ``"red"``, ``"green"``, ``"blue"``: that channel exceeds the
     other two by more than 50; ``"black"``: every channel below 50; any other name passes.
@@ -254,10 +331,7 @@ def check_page_number_colors(result: str | None, rules: Mapping[str, Any]) -> fl
     """
     if not result:
         return 0.0
-    master = _zip_xml(result, "ppt/slideMasters/slideMaster1.xml")
-    if master is None:
-        raise ValueError(f"check_page_number_colors: no slide master in {result}")
-    colours = master.findall(".//a:solidFill//a:srgbClr", _NS)
+    colours = _read_master(result).findall(".//a:solidFill//a:srgbClr", _NS)
     value = colours[-2].get("val")
     if value is None:
         return 0.0
@@ -270,8 +344,9 @@ def check_page_number_colors_fixed(result: str | None, rules: Mapping[str, Any])
     """1 when the slide numbers on the first slide master are ``rules["color"]``.
 
     The colour of the master's slide-number placeholder, else the last non-black run colour
-    of the master, read as ``RRGGBB`` (OSWorld reads the second-to-last colour of the master,
-    one character late).
+    of the master, read as ``RRGGBB``. OSWorld's code of 2026.04 looks for the placeholder's
+    colour inside its ``p:ph`` element, where none is, so a later coloured run wins there (and
+    1.0.2 reads the second-to-last colour of the master, one character late).
 
     Args:
         result: Path of the ``.pptx``.

@@ -20,10 +20,18 @@ position), ``"RI<n>"``/``"RN<name>"`` (result by position/name) and ``"EI<n>"``/
 * ``style`` — the listed style ``props`` of every cell, conditional formats applied (their
   formulas evaluated with the ``formulas`` library, as OSWorld evaluates them; see
   :func:`~osworld_gym.evaluation.metrics.table_props.load_styles`);
-* ``freeze``, ``zoom`` (``method``/``ref`` on the zoom percentage), ``data_validation``
+* ``freeze`` (the frozen rows and columns, see below), ``zoom`` (``method``/``ref`` on the
+  zoom percentage), ``data_validation``
   (``dv_props``), ``row_props``/``col_props`` (``props``), ``filter``, ``pivot_table``
   (``pivot_props``), ``chart`` (``chart_props``), ``sparkline`` (cell -> data range of the
   sheets' sparklines).
+
+Two OSWorld references (:mod:`osworld_gym.evaluation.references`) differ in ``freeze`` only:
+:func:`compare_table` follows OSWorld's code of 2026.04, which compares a frozen pane's split
+(``xSplit``/``ySplit``, the frozen column and row counts) and so ignores where the view was
+scrolled; :func:`compare_table_1_0_2` keeps desktop-env 1.0.2's comparison of openpyxl's
+``freeze_panes``, the pane's top-left *visible* cell, which LibreOffice saves wherever the
+frozen view was scrolled to.
 """
 
 from __future__ import annotations
@@ -297,26 +305,34 @@ def _check_style(books: _Books, rule: Mapping[str, Any]) -> bool:
     return styles[0] == styles[1]
 
 
+def _frozen_panes_equal(
+    books: _Books, rule: Mapping[str, Any], describe: Callable[[Any], Any]
+) -> bool:
+    """Whether both sheets' panes read the same through ``describe``; a missing sheet fails.
+
+    (OSWorld scores a missing first sheet 0 and raises on a missing second one: 0 either way.)
+    """
+    first = books.worksheet(rule["sheet_idx0"])
+    if first is None:
+        return False
+    second = books.worksheet(rule["sheet_idx1"])
+    if second is None:
+        return False
+    return bool(describe(first) == describe(second))
+
+
 def _check_freeze(books: _Books, rule: Mapping[str, Any]) -> bool:
-    """Openpyxl's ``freeze_panes`` (the pane's top-left cell) of both sheets, as OSWorld."""
-    first = books.worksheet(rule["sheet_idx0"])
-    if first is None:
-        return False
-    second = books.worksheet(rule["sheet_idx1"])
-    if second is None:
-        return False
-    return bool(first.freeze_panes == second.freeze_panes)
+    """The frozen rows and columns of both sheets, wherever the view was scrolled (2026.04).
+
+    A pane that is not frozen (a plain split) still compares its top-left cell, as OSWorld's
+    code of 2026.04 does: see :func:`~osworld_gym.evaluation.metrics.table_props.freeze_key`.
+    """
+    return _frozen_panes_equal(books, rule, table_props.freeze_key)
 
 
-def _check_freeze_fixed(books: _Books, rule: Mapping[str, Any]) -> bool:
-    """The frozen rows and columns of both sheets, wherever the view was scrolled."""
-    first = books.worksheet(rule["sheet_idx0"])
-    if first is None:
-        return False
-    second = books.worksheet(rule["sheet_idx1"])
-    if second is None:
-        return False
-    return table_props.freeze_key(first) == table_props.freeze_key(second)
+def _check_freeze_1_0_2(books: _Books, rule: Mapping[str, Any]) -> bool:
+    """Openpyxl's ``freeze_panes`` (the pane's top-left visible cell) of both sheets (1.0.2)."""
+    return _frozen_panes_equal(books, rule, lambda ws: ws.freeze_panes)
 
 
 def _check_zoom(books: _Books, rule: Mapping[str, Any]) -> bool:
@@ -404,8 +420,14 @@ _RULE_CHECKS: Mapping[str, Check] = {
 SUPPORTED_RULES = frozenset(_RULE_CHECKS)
 
 
+_RULE_CHECKS_1_0_2: Mapping[str, Check] = {**_RULE_CHECKS, "freeze": _check_freeze_1_0_2}
+
+
 def compare_table(result: str | None, expected: str | None = None, **options: Any) -> float:
     """Score a spreadsheet against a reference with OSWorld's ``rules`` (module docstring).
+
+    Behaves as OSWorld's code of 2026.04: a ``freeze`` rule compares the frozen rows and
+    columns, not where the frozen view was scrolled (:func:`compare_table_1_0_2` for 1.0.2's).
 
     Args:
         result: Path of the ``.xlsx`` the agent saved.
@@ -423,17 +445,24 @@ def compare_table(result: str | None, expected: str | None = None, **options: An
     return _compare(result, expected, options, _RULE_CHECKS)
 
 
+def compare_table_1_0_2(result: str | None, expected: str | None = None, **options: Any) -> float:
+    """:func:`compare_table` as desktop-env 1.0.2 scores it: ``freeze`` by the top-left cell.
+
+    1.0.2 compares openpyxl's ``freeze_panes``, the pane's top-left *visible* cell, which
+    LibreOffice saves where the frozen view was scrolled to: a correctly frozen sheet fails when
+    the user scrolled before saving. Every other rule is the same as :func:`compare_table`'s.
+    """
+    return _compare(result, expected, options, _RULE_CHECKS_1_0_2)
+
+
 def compare_table_fixed(result: str | None, expected: str | None = None, **options: Any) -> float:
     """:func:`compare_table` whose ``freeze`` rule ignores where the view was scrolled.
 
-    OSWorld compares openpyxl's ``freeze_panes``, the pane's top-left cell, which LibreOffice
-    saves where the frozen view was scrolled to: a correctly frozen sheet fails when the user
-    scrolled before saving. This compares the frozen row and column counts instead.
+    This is the correction of 1.0.2's ``freeze`` rule (:func:`compare_table_1_0_2`) for the
+    ``"fixed"`` evaluation mode; OSWorld's own code made the same correction by 2026.04, so
+    this scores as :func:`compare_table` does.
     """
-    return _compare(result, expected, options, _FIXED_RULE_CHECKS)
-
-
-_FIXED_RULE_CHECKS: Mapping[str, Check] = {**_RULE_CHECKS, "freeze": _check_freeze_fixed}
+    return _compare(result, expected, options, _RULE_CHECKS)
 
 
 def _compare(

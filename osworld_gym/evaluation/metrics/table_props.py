@@ -475,10 +475,16 @@ def load_filter(ws: Any) -> dict[str, Any]:
 
 
 def freeze_key(ws: Any) -> tuple[Any, ...]:
-    """A scroll-independent description of frozen panes.
+    """A scroll-independent description of frozen panes (``freeze`` rule of 2026.04).
 
     openpyxl's ``freeze_panes`` is the pane's top-left *visible* cell, which moves when the
-    user scrolls; the frozen row and column counts (``ySplit``/``xSplit``) do not.
+    user scrolls; the frozen row and column counts (``ySplit``/``xSplit``) do not. A pane that
+    is not frozen (a plain split, whose counts are twips, not cells) keeps its top-left cell,
+    as OSWorld's code of 2026.04 keeps it.
+
+    Returns:
+        ``("none",)`` without a pane; ``("frozen", columns, rows)`` for a frozen pane;
+        ``("other", xSplit, ySplit, topLeftCell)`` otherwise (splits read as ``int``).
     """
     pane = ws.sheet_view.pane
     if pane is None:

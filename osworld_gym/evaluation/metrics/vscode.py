@@ -1,6 +1,9 @@
 """Metrics for editor tasks: text files, VS Code settings and keybindings, extension lists.
 
-OSWorld's module ``vscode``. ``None`` inputs (a file that did not exist) score 0.
+OSWorld's module ``vscode``. ``None`` inputs (a file that did not exist) score 0. Where
+OSWorld's code changed after desktop-env 1.0.2, the metric behaves as the default evaluator
+reference (``osworld-2026.04``) and ``<name>_1_0_2`` keeps the older behaviour
+(:mod:`osworld_gym.evaluation.references`).
 """
 
 from __future__ import annotations
@@ -132,13 +135,21 @@ def _json_contains(want: Any, got: Any) -> bool:
     return bool(want == got)
 
 
+# What parsing or comparing the two texts as JSON can raise: not JSON (ValueError), nested
+# past the interpreter's recursion limit, or an expectation that is not text. OSWorld's
+# 2026.04 code catches every exception there, so each of these takes its fallback.
+_NOT_COMPARABLE_AS_JSON = (ValueError, RecursionError, TypeError)
+
+
 def _contains_config(text: str, expected: str) -> bool:
-    """The containment rule: a JSON subset, or (either side not JSON) a substring."""
+    """The containment rule: a JSON subset, or (either side not JSON) a substring.
+
+    Both texts parsing as JSON settles it: no substring fallback when the subset test fails.
+    """
     try:
-        got, want = json.loads(text), json.loads(expected)
-    except ValueError:
+        return _json_contains(json.loads(expected), json.loads(text))
+    except _NOT_COMPARABLE_AS_JSON:
         return expected.strip() in text
-    return _json_contains(want, got)
 
 
 def _same_config(text: str, expected: str) -> bool:
@@ -147,46 +158,14 @@ def _same_config(text: str, expected: str) -> bool:
         return True
     try:
         return bool(json.loads(text) == json.loads(expected))
-    except ValueError:
+    except _NOT_COMPARABLE_AS_JSON:
         return False
 
 
-def compare_config(result: str | None, rules: Mapping[str, Any], **options: Any) -> float:
-    """1 when the file's text is exactly ``rules["expected"]``, as OSWorld scores it.
+def _score_config(result: str | None, rules: Mapping[str, Any], containment_ok: bool) -> float:
+    """OSWorld 2026.04's rule for a given ``containment_ok`` (whose default is the caller's).
 
-    OSWorld's code (``desktop-env`` 1.0.2, the newest release, and every later copy of its
-    ``vscode`` module found) reads the file as text and compares it with the expected text,
-    ignoring every option: the ``containment_ok`` that vs_code/982d12a5 sets is never read.
-    :func:`compare_config_fixed` (the "fixed" evaluation mode) honours it.
-
-    Args:
-        result: Path of the file (written by the editor, or a settings file).
-        rules: ``expected``: the configuration text (missing: ``KeyError``, as in OSWorld).
-        **options: Ignored, as by OSWorld.
-
-    Returns:
-        1.0 or 0.0; a file that is not UTF-8 raises ``UnicodeDecodeError`` (as in OSWorld;
-        the evaluator scores it 0).
-    """
-    if not result:
-        return 0.0
-    return float(read_utf8(result) == rules["expected"])
-
-
-def compare_config_fixed(result: str | None, rules: Mapping[str, Any], **options: Any) -> float:
-    """:func:`compare_config` with the ``containment_ok`` option its tasks set honoured.
-
-    Args:
-        result: Path of the file (written by the editor, or a settings file).
-        rules: ``expected``: the configuration text; empty or missing scores 0.
-        **options: ``containment_ok`` (False): when both texts are JSON, every key of the
-            expected object must be in the file's object with an equal value (nested
-            objects alike, lists and other values equal); when either is not JSON, the
-            stripped expected text must occur in the file. Without it: the texts, or their
-            JSON values, must be equal.
-
-    Returns:
-        1.0 or 0.0; a file that is not UTF-8 raises ``UnicodeDecodeError``.
+    No file, or an empty or missing ``rules["expected"]``, scores 0 before the file is read.
     """
     if not result:
         return 0.0
@@ -194,6 +173,68 @@ def compare_config_fixed(result: str | None, rules: Mapping[str, Any], **options
     if not expected:
         return 0.0
     text = read_utf8(result)
-    if options.get("containment_ok", False):
+    if containment_ok:
         return float(_contains_config(text, expected))
     return float(_same_config(text, expected))
+
+
+def compare_config(result: str | None, rules: Mapping[str, Any], **options: Any) -> float:
+    """1 when the file holds the expected configuration, as OSWorld's code of 2026.04 scores it.
+
+    Containment is the default: a task without options (``expected`` ``"project"``) accepts
+    a file holding ``/home/user/project`` and a newline (the text is not JSON, and it
+    contains the word); vs_code/982d12a5 sets ``containment_ok`` and accepts a settings
+    file with more keys than the expected object.
+
+    Args:
+        result: Path of the file (written by VS Code's evaluation extension, or a settings
+            file).
+        rules: ``expected``: the configuration text; empty or missing scores 0.
+        **options: ``containment_ok`` (default True, read for its truth value): when both
+            texts are JSON, every key of the expected object must be in the file's object
+            with an equal value (nested objects alike, lists and other values equal), and
+            when either is not JSON the stripped expected text must occur in the file; set
+            false: the texts, or their JSON values, must be equal.
+
+    Returns:
+        1.0 or 0.0; a file that is not UTF-8 raises ``UnicodeDecodeError`` (as in OSWorld;
+        the evaluator scores it 0).
+    """
+    return _score_config(result, rules, bool(options.get("containment_ok", True)))
+
+
+def compare_config_1_0_2(result: str | None, rules: Mapping[str, Any], **options: Any) -> float:
+    """1 when the file's text is exactly ``rules["expected"]``, as desktop-env 1.0.2 scores it.
+
+    That code reads the file as text and compares it with the expected text, ignoring every
+    option: the ``containment_ok`` that vs_code/982d12a5 sets is never read.
+
+    Args:
+        result: Path of the file.
+        rules: ``expected``: the configuration text (missing: ``KeyError``, as in 1.0.2).
+        **options: Ignored, as by 1.0.2.
+
+    Returns:
+        1.0 or 0.0; a file that is not UTF-8 raises ``UnicodeDecodeError``.
+    """
+    if not result:
+        return 0.0
+    return float(read_utf8(result) == rules["expected"])
+
+
+def compare_config_fixed(result: str | None, rules: Mapping[str, Any], **options: Any) -> float:
+    """:func:`compare_config_1_0_2` with the ``containment_ok`` option its tasks set honoured.
+
+    The rule of :func:`compare_config` (2026.04, whose own code made this fix), except that
+    without the option the texts, or their JSON values, must be equal: ``containment_ok``
+    defaults to False here.
+
+    Args:
+        result: Path of the file (written by the editor, or a settings file).
+        rules: ``expected``: the configuration text; empty or missing scores 0.
+        **options: ``containment_ok`` (False), as for :func:`compare_config`.
+
+    Returns:
+        1.0 or 0.0; a file that is not UTF-8 raises ``UnicodeDecodeError``.
+    """
+    return _score_config(result, rules, bool(options.get("containment_ok", False)))
