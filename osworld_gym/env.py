@@ -66,6 +66,12 @@ MAX_A11Y_CHARS = 4_000_000  # a busy LibreOffice tree is about 1 MB
 EVAL_FOLDER_PREFIX = f"{processes.FOLDER_PREFIX}eval-"  # each env's files fetched for scoring
 
 
+def _is_computer_13_dicts(action: Any) -> bool:
+    """Whether ``action`` is an OSWorld action dict (``action_type``), or a list of them."""
+    items = action if isinstance(action, list) else [action]
+    return bool(items) and all(isinstance(a, dict) and "action_type" in a for a in items)
+
+
 class OSWorldEnv(gym.Env[dict[str, Any], Any]):
     """One desktop, one OSWorld task per episode.
 
@@ -339,7 +345,10 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         if isinstance(action, Action):
             action = [action]
         if fmt == "structured" or not isinstance(action, str):
-            result = parse_action(action, dialect="structured", screen_size=self.config.screen_size)
+            # An OSWorld action dict ({"action_type": "FAIL"}, computer_13's form) counts in any
+            # action format, as OSWorld's DesktopEnv.step takes it since 2026.04.
+            dialect = "computer_13" if _is_computer_13_dicts(action) else "structured"
+            result = parse_action(action, dialect=dialect, screen_size=self.config.screen_size)
         else:
             result = parse_action(
                 action,
