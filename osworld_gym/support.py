@@ -16,8 +16,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from osworld_gym.downloads import AssetCache
-from osworld_gym.evaluation.getters import getters_for
-from osworld_gym.evaluation.metrics import metrics_for, unknown_to_reference, unsupported_options
+from osworld_gym.evaluation.getters import GETTERS, getters_for
+from osworld_gym.evaluation.metrics import (
+    METRICS,
+    metrics_for,
+    unknown_to_reference,
+    unsupported_options,
+)
 from osworld_gym.evaluation.references import DEFAULT_REFERENCE
 from osworld_gym.task_setup import NEEDS, SUPPORTED_STEP_TYPES
 from osworld_gym.tasks import Task
@@ -83,8 +88,8 @@ def task_support(task: Task, reference: str = DEFAULT_REFERENCE) -> TaskSupport:
         lacks.append(
             f"setup step {step_type!r} (needs {NEEDS.get(step_type, 'an implementation')})"
         )
-    lacks += [f"getter {g!r}" for g in sorted(needs.getters - set(getters))]
-    lacks += [f"metric {m!r}" for m in sorted(needs.metrics - set(metrics))]
+    lacks += [_lack("getter", g, GETTERS, reference) for g in sorted(needs.getters - set(getters))]
+    lacks += [_lack("metric", m, METRICS, reference) for m in sorted(needs.metrics - set(metrics))]
     for check in task.evaluator.checks:
         if check.func in metrics:
             lacks += unsupported_options(check.func, dict(check.options))
@@ -102,6 +107,13 @@ def task_support(task: Task, reference: str = DEFAULT_REFERENCE) -> TaskSupport:
         file_checks,
         tuple(dict.fromkeys(warnings)),
     )
+
+
+def _lack(kind: str, name: str, implemented: Iterable[str], reference: str) -> str:
+    """A missing getter or metric; one we have but the reference's code lacks says so."""
+    if name in implemented:
+        return f"{kind} {name!r} (not in {reference}'s code)"
+    return f"{kind} {name!r}"
 
 
 def support_report(tasks: Iterable[Task], reference: str = DEFAULT_REFERENCE) -> list[TaskSupport]:

@@ -116,6 +116,22 @@ def test_tasks_report_warns_of_what_the_reference_does_not_know(tmp_path: Path) 
     assert "warnings (scored as the evaluator reference's code scores them):" in text
 
 
+def test_tasks_report_names_a_metric_the_reference_lacks(tmp_path: Path) -> None:
+    task = tmp_path / "vlc" / "t2.json"
+    task.parent.mkdir()
+    task.write_text(
+        '{"id": "t2", "instruction": "x", "config": [],'
+        ' "evaluator": {"func": "check_play_and_exit",'
+        ' "result": {"type": "vm_file", "path": "/home/user/a", "dest": "a"},'
+        ' "expected": {"type": "rule", "rules": {"expected": "1"}}}}'
+    )
+    (loaded,) = load_tasks(str(tmp_path))
+    assert task_support(loaded).supported
+    assert task_support(loaded, OSWORLD_1_0_2).lacks == (
+        "metric 'check_play_and_exit' (not in osworld-1.0.2's code)",
+    )
+
+
 def test_dataset_cards_say_where_the_scores_come_from() -> None:
     (line,) = _reference_line({"evaluation": "osworld", "evaluator_reference": OSWORLD_2026_04})
     assert "April 2026" in line and "f6cee71" in line
