@@ -27,6 +27,8 @@ PACKAGES=(
   vim gedit
   # Command-line tools OSWorld's task files call in their setup steps and checks.
   socat jq bc xsel xclip tree git zip unzip curl wget sysstat expect file
+  # openssl: the recreation.gov getter's tests serve HTTPS with a certificate made for them.
+  openssl
   pulseaudio pulseaudio-utils desktop-file-utils libglib2.0-bin python3-tk
   # gsettings that persist (dconf over the session bus) and GNOME's keys, which tasks set and read;
   # `dconf` (as on Ubuntu) also restores a kept GNOME Shell's settings at a reset.

@@ -21,16 +21,24 @@ Config ``category`` and its keys (OSWorld's names):
   ``url_include_expected_multichoice`` {text in URL: key} (whether the page URL contains it).
 
 Texts are stripped; all text comparisons of ``class&url`` ignore case.
+
+OSWorld's ``gotoRecreationPage_and_get_html_content`` (the expected value of chrome/b4f95342)
+is here too: it browses recreation.gov to a campground found by searching "Diamond" and reads
+an element's text by class (:func:`get_gotoRecreationPage_and_get_html_content`), as
+desktop-env 1.0.2 does: in OSWorld's code of 2026.04 the step that opens the campground cannot
+be reached, and the task file's answer could never score.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from osworld_gym import cdp
+from osworld_gym.errors import DependencyNotInstalled
 from osworld_gym.evaluation.getters_browser import get_active_url_from_accessTree
 
 if TYPE_CHECKING:
@@ -214,6 +222,267 @@ def get_active_tab_html_parse(ctx: EvalContext, config: Mapping[str, Any]) -> An
         return {}
 
 
+# --- recreation.gov: OSWorld's ``gotoRecreationPage_and_get_html_content`` ---------------------
+
+# The addresses tried for the home page, in order, and for each the load states tried in turn
+# (a load that fails for one state is tried again waiting for the next).
+_RECREATION_HOMES = (
+    "https://www.recreation.gov/",
+    "http://www.recreation.gov/",
+    "https://recreation.gov/",
+)
+_HOME_LOAD_STATES = ("domcontentloaded", "load", "networkidle")
+_RECREATION_QUERY = "Diamond"
+_SEARCH_INPUT = "input#hero-search-input"
+_SEARCH_BUTTON = "button.nav-search-button"
+_SEARCH_RESULT = ".search-result-highlight--success"
+# The campground page's "Next Available" button, by OSWorld's selectors in its order of
+# preference. Plain CSS, so the page's own querySelector can test them all at once.
+_NEXT_AVAILABLE = (
+    "button.next-available",
+    "button[class*='next-available']",
+    "button[class*='next']",
+    ".next-available",
+    "[data-testid*='next']",
+)
+# Whether the first element of any of the selectors shows (Playwright's notion of visible: a
+# non-empty box and not visibility:hidden).
+_ANY_SHOWS = """(selectors) => selectors.some((selector) => {
+  const element = document.querySelector(selector);
+  if (!element) return false;
+  const box = element.getBoundingClientRect();
+  return box.width > 0 && box.height > 0 && getComputedStyle(element).visibility !== 'hidden';
+})"""
+# Headers OSWorld adds to every request of its tab, so that the site sees an ordinary browser.
+_BROWSER_HEADERS = {
+    "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,image/webp,image/apng,"
+    "*/*;q=0.8",
+    "Accept-Language": "en-US,en;q=0.9",
+    "Accept-Encoding": "gzip, deflate, br",
+    "DNT": "1",
+    "Connection": "keep-alive",
+    "Upgrade-Insecure-Requests": "1",
+}
+# The marker check_direct_json_object scores 0 on, wherever the expected dict holds it.
+_EVALUATION_FAILED = "__EVALUATION_FAILED__"
+
+# OSWorld's limits, in milliseconds: the default of every step, the home page's settling...
+_STEP_MS = 60_000
+_HOME_SETTLE_MS = 30_000
+# ...the pause OSWorld makes after starting the search (here: until the page moves on, at most
+# that long), the time the campground tab has to go network-idle (OSWorld pauses 30 s, then
+# waits up to 60 s more) and the time for the "Next Available" button to show and be clicked.
+_SEARCH_PAUSE_MS = 10_000
+_CAMPGROUND_SETTLE_MS = 90_000
+_NEXT_AVAILABLE_MS = 30_000
+_RECREATION_ATTEMPTS = 3
+# OSWorld has no overall limit; here the attempts together get this many seconds.
+_RECREATION_BUDGET_S = 600.0
+
+
+def _open_home(page: Page) -> None:
+    """Load recreation.gov's home page (trying OSWorld's addresses and load states in turn).
+
+    Raises:
+        RuntimeError: none of them loaded (the site is unreachable).
+    """
+    failures: list[str] = []
+    for url in _RECREATION_HOMES:
+        for state in _HOME_LOAD_STATES:
+            try:
+                page.goto(url, wait_until=state, timeout=_STEP_MS)  # type: ignore[arg-type]
+            except Exception as e:  # noqa: BLE001 - the next state or address is tried
+                failures.append(f"{url} ({state}): {e}".splitlines()[0])
+                continue
+            try:
+                # The search box is a script's: give the page its chance to finish loading.
+                page.wait_for_load_state("networkidle", timeout=_HOME_SETTLE_MS)
+            except Exception as e:  # noqa: BLE001 - OSWorld goes on with the page as it is
+                logger.info("recreation.gov: the home page did not go idle: %s", e)
+            return
+    raise RuntimeError("recreation.gov did not load: " + "; ".join(failures))
+
+
+def _search(page: Page) -> None:
+    """Search for "Diamond" from the home page, and let the results page come.
+
+    OSWorld pauses 10 s after the click; here the wait ends as soon as the page's URL changes
+    (the search navigates), and otherwise after those 10 s, as OSWorld's does.
+    """
+    page.wait_for_selector(_SEARCH_INPUT, state="visible")
+    page.fill(_SEARCH_INPUT, _RECREATION_QUERY)
+    page.wait_for_selector(_SEARCH_BUTTON, state="visible")
+    before = page.url
+    page.click(_SEARCH_BUTTON)
+    try:
+        page.wait_for_url(lambda url: url != before, wait_until="commit", timeout=_SEARCH_PAUSE_MS)
+    except Exception as e:
+        if not isinstance(e, cdp.require_playwright().TimeoutError):
+            raise
+        logger.info("recreation.gov: the search left the page at %s", page.url)
+
+
+def _open_campground(page: Page) -> Page:
+    """Click the first search result, which opens the campground in a new tab, and settle it.
+
+    Raises:
+        Exception: Playwright's, when no result shows, no tab opens or the tab does not go
+            network-idle in time (OSWorld retries then).
+    """
+    page.wait_for_selector(_SEARCH_RESULT, state="visible")
+    with page.expect_popup() as opened:
+        page.click(_SEARCH_RESULT)
+    campground = opened.value
+    campground.set_default_timeout(_STEP_MS)
+    campground.wait_for_load_state("networkidle", timeout=_CAMPGROUND_SETTLE_MS)
+    return campground
+
+
+def _click_next_available(page: Page) -> bool:
+    """Click the campground's "Next Available" button; whether one could be clicked.
+
+    The first of OSWorld's selectors, in its order, whose element shows once any does (they
+    get 30 s to show up). A page without the button is read as it is, as OSWorld does.
+    """
+    try:
+        page.wait_for_function(_ANY_SHOWS, arg=list(_NEXT_AVAILABLE), timeout=_NEXT_AVAILABLE_MS)
+    except Exception as e:  # noqa: BLE001 - OSWorld goes on without the click
+        logger.info("recreation.gov: no Next Available button showed: %s", e)
+        return False
+    for selector in _NEXT_AVAILABLE:
+        button = page.locator(selector).first
+        try:
+            if button.is_visible():
+                button.click(timeout=_NEXT_AVAILABLE_MS)
+                return True
+        except Exception as e:  # noqa: BLE001 - the next selector is tried, as OSWorld does
+            logger.info("recreation.gov: clicking %s failed: %s", selector, e)
+    logger.info("recreation.gov: no Next Available button could be clicked")
+    return False
+
+
+def _class_text(page: Page, name: str, config: Mapping[str, Any]) -> str | None:
+    """The stripped text of element ``order`` (from 0; the first without one) of class ``name``.
+
+    ``"__EVALUATION_FAILED__"`` when there is no such element or it cannot be read.
+    """
+    try:
+        if "order" not in config:
+            element = page.query_selector("." + name)
+        else:
+            index = int(config["order"])  # a negative index counts from the end, as in OSWorld
+            elements = page.query_selector_all("." + name)
+            element = elements[index] if len(elements) > index else None
+        if element is None:
+            logger.warning("recreation.gov: no element %r of class %s", config.get("order"), name)
+            return _EVALUATION_FAILED
+        text = element.text_content()
+    except Exception as e:  # noqa: BLE001 - OSWorld marks an unreadable element as failed
+        logger.warning("recreation.gov: reading class %s failed: %s", name, e)
+        return _EVALUATION_FAILED
+    return text.strip() if text else text
+
+
+def recreation_expected(page: Page, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The value of ``gotoRecreationPage_and_get_html_content`` read from ``page``.
+
+    ``{"expected": {class: text}}`` for ``selector`` ``"class"`` (the text of the element
+    ``order`` of that class, or of the first; ``"__EVALUATION_FAILED__"`` when there is none);
+    ``{"expected": {}}`` for any other ``selector``, which OSWorld does not read;
+    ``{"expected": {"extraction_error": "__EVALUATION_FAILED__"}}`` when the config lacks
+    ``selector``, or ``class`` with ``selector`` ``"class"``.
+    """
+    try:
+        if config["selector"] != "class":
+            return {"expected": {}}
+        name = config["class"]
+    except KeyError as e:
+        logger.error("gotoRecreationPage_and_get_html_content: config lacks %s", e)
+        return {"expected": {"extraction_error": _EVALUATION_FAILED}}
+    return {"expected": {name: _class_text(page, name, config)}}
+
+
+def _visit_recreation(browser: Browser, config: Mapping[str, Any]) -> dict[str, Any]:
+    """One attempt: home page, search, the campground, its text."""
+    context = browser.new_context()  # OSWorld's browser.new_page(): a context of its own
+    try:
+        page = context.new_page()
+        page.set_default_timeout(_STEP_MS)
+        page.set_extra_http_headers(_BROWSER_HEADERS)
+        _open_home(page)
+        _search(page)
+        campground = _open_campground(page)
+        _click_next_available(campground)
+        # Read at once after the click, as OSWorld does.
+        return recreation_expected(campground, config)
+    finally:
+        try:
+            context.close()  # the tabs it opened go with it
+        except Exception as e:  # noqa: BLE001 - best effort: the browser may be gone
+            logger.debug("gotoRecreationPage_and_get_html_content: closing failed: %s", e)
+
+
+def _recreation(ctx: EvalContext, config: Mapping[str, Any]) -> dict[str, Any]:
+    deadline = time.monotonic() + _RECREATION_BUDGET_S
+    error: BaseException | None = None
+    attempts = 0
+    while attempts < _RECREATION_ATTEMPTS and time.monotonic() < deadline:
+        attempts += 1
+        try:
+            return cdp.with_browser(
+                ctx.services.get("cdp"),
+                lambda b: _visit_recreation(b, config),
+                connect_timeout=3.0,
+                timeout=max(1.0, deadline - time.monotonic()),
+            )
+        except DependencyNotInstalled:
+            raise
+        except cdp.BrowserUnavailableError as e:
+            # No browser answered (OSWorld would start one on the desktop; our getters never
+            # do), or the time is up: another attempt cannot do better.
+            error = e
+            break
+        except Exception as e:  # noqa: BLE001 - OSWorld retries any failure
+            error = e
+            logger.warning(
+                "gotoRecreationPage_and_get_html_content: attempt %d failed: %s", attempts, e
+            )
+    noun = "attempt" if attempts == 1 else "attempts"
+    logger.error("gotoRecreationPage_and_get_html_content: failed after %d %s", attempts, noun)
+    return {
+        "expected": {
+            "error": _EVALUATION_FAILED,
+            "error_message": f"Failed after {attempts} {noun}: {error}",
+        }
+    }
+
+
+def get_gotoRecreationPage_and_get_html_content(  # noqa: N802 - OSWorld's getter name
+    ctx: EvalContext, config: Mapping[str, Any]
+) -> dict[str, Any]:
+    """OSWorld's expected value for chrome/b4f95342: a campground's text on recreation.gov.
+
+    In a new browser context (no profile cookies): load recreation.gov (``https://www.``,
+    ``http://www.``, ``https://``, each waiting for ``domcontentloaded``, then ``load``, then
+    ``networkidle``), fill "Diamond" in ``input#hero-search-input``, click
+    ``button.nav-search-button``, click the first ``.search-result-highlight--success``, which
+    opens the campground in a new tab; that tab must go network-idle within 90 s. Its "Next
+    Available" button is clicked when one shows within 30 s, then the page is read at once
+    (:func:`recreation_expected`): ``{"expected": {class: text}}``. A failing step fails the
+    attempt; after three, or at once when no browser answers (OSWorld would start a Chrome on
+    the desktop; our getters never do), the failure marker
+    ``{"expected": {"error": "__EVALUATION_FAILED__", "error_message": ...}}``, on which
+    ``check_direct_json_object`` scores 0.
+
+    The same for both evaluator references, by the task file: desktop-env 1.0.2 reaches the
+    campground; OSWorld's code of 2026.04 never does (its step that opens the search result
+    sits after a ``raise`` in an exception handler), so there every run of the task scores 0,
+    which no answer to the task file could change.
+    """
+    return _recreation(ctx, config)
+
+
 CHROME_HTML_GETTERS: dict[str, Callable[[EvalContext, Mapping[str, Any]], Any]] = {
     "active_tab_html_parse": get_active_tab_html_parse,
+    "gotoRecreationPage_and_get_html_content": get_gotoRecreationPage_and_get_html_content,
 }

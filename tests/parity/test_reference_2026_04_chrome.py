@@ -27,8 +27,10 @@ What changed, for an x86_64 Linux desktop:
 - 22 other changed getters differ only on ARM desktops (2026.04 asks the desktop's machine,
   1.0.2 the host's, for the snap Chromium's profile and accessibility name and the browser to
   launch when none answers): on x86_64 the same functions serve both references (20 of them;
-  ``extensions_installed_from_shop`` and ``chrome_saved_address`` are not implemented here,
-  nor is ``gotoRecreationPage_and_get_html_content``, whose waits changed).
+  ``extensions_installed_from_shop`` and ``chrome_saved_address``, which no task file uses, are
+  not implemented here; ``gotoRecreationPage_and_get_html_content``, whose 2026.04 version
+  never reaches the campground, is tested against a real browser in
+  tests/evaluation/test_recreation_getter.py).
 
 Getters that talk to Chrome run here against stand-ins for Playwright's objects (never a
 browser); the stand-ins raise Playwright's own ``TimeoutError``, the exception the two
