@@ -289,5 +289,8 @@ def test_run_on_gnome_desktops(tmp_path: Path) -> None:
     summary = _summary(tmp_path / "structured" / "screenshot" / "oracle")
     assert summary["overall"]["success_rate"] == 1.0
     assert summary["settings"]["image"].endswith(", gnome")
-    wrong = osworld_gym("run", "--provider", "qemu", "--session", "gnome", timeout=60)
-    assert wrong.returncode == 2 and "for the local and docker providers" in wrong.stderr
+    wrong = osworld_gym(
+        "run", "--provider", "remote", "--guest-url", "http://127.0.0.1:9", "--session", "gnome",
+        timeout=60,
+    )  # fmt: skip
+    assert wrong.returncode == 2 and "for the local, docker and qemu providers" in wrong.stderr
