@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ from osworld_gym.evaluation.references import (
     REFERENCES,
 )
 from osworld_gym.support import format_report, task_support
-from osworld_gym.tasks import load_tasks
+from osworld_gym.tasks import Task, load_tasks
 
 
 def test_the_default_reference_is_the_task_files_osworld() -> None:
@@ -95,16 +96,25 @@ def test_options_a_reference_ignores_are_named() -> None:
     assert unknown_to_reference("exact_match", {"rules": {}}, OSWORLD_1_0_2) == []
 
 
+def _one_task(folder: Path, domain: str, func: str, expected: str, **options: object) -> Task:
+    """A task file of one check (a file against a rule), loaded as OSWorld's folders are."""
+    evaluator: dict[str, object] = {
+        "func": func,
+        "result": {"type": "vm_file", "path": "/home/user/a", "dest": "a"},
+        "expected": {"type": "rule", "rules": {"expected": expected}},
+    }
+    if options:
+        evaluator["options"] = options
+    path = folder / domain / "t1.json"
+    path.parent.mkdir()
+    task = {"id": "t1", "instruction": "x", "config": [], "evaluator": evaluator}
+    path.write_text(json.dumps(task))
+    (loaded,) = load_tasks(str(folder))
+    return loaded
+
+
 def test_tasks_report_warns_of_what_the_reference_does_not_know(tmp_path: Path) -> None:
-    task = tmp_path / "vs_code" / "t1.json"
-    task.parent.mkdir()
-    task.write_text(
-        '{"id": "t1", "instruction": "x", "config": [], "evaluator": {"func": "compare_config",'
-        ' "result": {"type": "vm_file", "path": "/home/user/a", "dest": "a"},'
-        ' "expected": {"type": "rule", "rules": {"expected": "x"}},'
-        ' "options": {"containment_ok": true}}}'
-    )
-    (loaded,) = load_tasks(str(tmp_path))
+    loaded = _one_task(tmp_path, "vs_code", "compare_config", "x", containment_ok=True)
     assert task_support(loaded).warnings == ()
     old = task_support(loaded, OSWORLD_1_0_2)
     assert old.supported  # it is scored, as that code scores it
@@ -117,15 +127,7 @@ def test_tasks_report_warns_of_what_the_reference_does_not_know(tmp_path: Path) 
 
 
 def test_tasks_report_names_a_metric_the_reference_lacks(tmp_path: Path) -> None:
-    task = tmp_path / "vlc" / "t2.json"
-    task.parent.mkdir()
-    task.write_text(
-        '{"id": "t2", "instruction": "x", "config": [],'
-        ' "evaluator": {"func": "check_play_and_exit",'
-        ' "result": {"type": "vm_file", "path": "/home/user/a", "dest": "a"},'
-        ' "expected": {"type": "rule", "rules": {"expected": "1"}}}}'
-    )
-    (loaded,) = load_tasks(str(tmp_path))
+    loaded = _one_task(tmp_path, "vlc", "check_play_and_exit", "1")
     assert task_support(loaded).supported
     assert task_support(loaded, OSWORLD_1_0_2).lacks == (
         "metric 'check_play_and_exit' (not in osworld-1.0.2's code)",

@@ -22,19 +22,18 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from desktop_helpers import launch_desktop, wait_until
+from getter_clock import Clock, our_clock
 from http_helpers import Served, file_server
 from osworld_data import needs_osworld_tasks, task_files
 from parity_harness import disagreement
 
 from osworld_gym.downloads import AssetCache
-from osworld_gym.evaluation import getters as getters_module
-from osworld_gym.evaluation import getters_time
 from osworld_gym.evaluation.getters import EvalContext, getters_for
 from osworld_gym.evaluation.references import OSWORLD_1_0_2
 from osworld_gym.providers.local import LocalDesktop
@@ -111,25 +110,6 @@ def _files_read(value: Any, roots: list[Path]) -> Any:
     return value
 
 
-class Clock:
-    """A fixed instant for both sides' ``datetime.now``, and the host's local time zone."""
-
-    def __init__(self, instant: datetime, local_zone: str = "UTC") -> None:
-        self.instant, self.local_zone = instant, local_zone
-
-    def datetime_class(self) -> type[datetime]:
-        instant = self.instant
-
-        class Fixed(datetime):
-            @classmethod
-            def now(cls, tz: tzinfo | None = None) -> Fixed:  # type: ignore[override]
-                moment = instant.astimezone(tz) if tz is not None else instant.astimezone()
-                fields = moment.timetuple()[:6]
-                return cls(*fields, moment.microsecond, tzinfo=moment.tzinfo if tz else None)
-
-        return Fixed
-
-
 @dataclass
 class Case:
     """One getter call on both sides: its type, config, and the folders its files go to."""
@@ -202,41 +182,13 @@ class Getters:
             client=self.desktop.client, task_id=TASK, cache=case.our_cache, scratch=case.our_scratch
         )
         roots = [case.our_scratch, case.our_cache.root / TASK]
-        with _our_clock(clock):
+        with our_clock(clock):
             try:
                 # The side venv runs desktop-env 1.0.2: our getters of that reference.
                 value = getters_for(OSWORLD_1_0_2)[case.getter](ctx, copy.deepcopy(case.config))
             except Exception as e:  # noqa: BLE001 - compared with OSWorld's answer
                 return Answer(error=f"{type(e).__name__}: {e}")
         return Answer(_files_read(value, roots))
-
-
-class _our_clock:  # noqa: N801 - a context manager used like a function
-    """Our getters' ``datetime`` at the clock's instant, and ``TZ`` its local zone."""
-
-    def __init__(self, clock: Clock | None) -> None:
-        self.clock = clock
-        self.saved: tuple[Any, Any, str | None] | None = None
-
-    def __enter__(self) -> None:
-        if self.clock is None:
-            return
-        self.saved = (getters_module.datetime, getters_time.datetime, os.environ.get("TZ"))
-        fixed = self.clock.datetime_class()
-        getters_module.datetime = fixed  # type: ignore[misc]
-        getters_time.datetime = fixed  # type: ignore[misc]
-        os.environ["TZ"] = self.clock.local_zone
-        time.tzset()
-
-    def __exit__(self, *exc: object) -> None:
-        if self.saved is None:
-            return
-        getters_module.datetime, getters_time.datetime, zone = self.saved  # type: ignore[misc]
-        if zone is None:
-            os.environ.pop("TZ", None)
-        else:
-            os.environ["TZ"] = zone
-        time.tzset()
 
 
 def assert_all_agree(results: list[tuple[Case, Answer, Answer]]) -> None:

@@ -24,14 +24,13 @@ UTC. Every real rule without a ``timezone`` then gives another text on each side
 from __future__ import annotations
 
 import copy
-import os
-import time
 from collections.abc import Iterator
-from datetime import datetime, tzinfo
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from getter_clock import Clock, our_clock
 from osworld_data import needs_osworld_tasks
 from parity_harness import OSWorld, assert_same_score, real_checks, real_rules
 
@@ -39,7 +38,6 @@ from osworld_gym.actions import parse_action
 from osworld_gym.downloads import AssetCache
 from osworld_gym.episode import terminal_kind
 from osworld_gym.errors import EvaluatorError, GuestHTTPError, GuestUnreachableError
-from osworld_gym.evaluation import getters_time
 from osworld_gym.evaluation.getters import EvalContext, getters_for
 from osworld_gym.evaluation.getters_time import get_rule_relativeTime, get_rule_relativeTime_1_0_2
 from osworld_gym.evaluation.metrics import app_config, gimp
@@ -134,27 +132,8 @@ class _Desktop:
 @pytest.fixture
 def host_clock() -> Iterator[None]:
     """The host's clock at :data:`HOST_NOW`, its local zone UTC, for our getters."""
-
-    class Fixed(datetime):
-        @classmethod
-        def now(cls, tz: tzinfo | None = None) -> Fixed:  # type: ignore[override]
-            moment = HOST_NOW.astimezone(tz) if tz is not None else HOST_NOW.astimezone()
-            fields = moment.timetuple()[:6]
-            return cls(*fields, moment.microsecond, tzinfo=moment.tzinfo if tz else None)
-
-    saved = getters_time.datetime, os.environ.get("TZ")
-    getters_time.datetime = Fixed  # type: ignore[misc]
-    os.environ["TZ"] = "UTC"
-    time.tzset()
-    try:
+    with our_clock(Clock(HOST_NOW)):
         yield
-    finally:
-        getters_time.datetime = saved[0]  # type: ignore[misc]
-        if saved[1] is None:
-            os.environ.pop("TZ", None)
-        else:
-            os.environ["TZ"] = saved[1]
-        time.tzset()
 
 
 def _ctx(tmp_path: Path, client: Any) -> EvalContext:
