@@ -38,7 +38,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from osworld_gym import cdp
 from osworld_gym.errors import DependencyNotInstalled
-from osworld_gym.evaluation.getters_chrome import get_chrome_color_scheme
+from osworld_gym.evaluation.getters_chrome import COLOR_SCHEMES, get_chrome_color_scheme
 from osworld_gym.evaluation.metrics._urls import accessibility_tree_url
 
 if TYPE_CHECKING:
@@ -516,9 +516,6 @@ _READ_APPEARANCE = """(names) => {
   return {prefs, selected};
 }"""
 _SYSTEM_WORDS = ("device", "system", "default")
-
-
-_PREF_NUMBERS = {0: "system", 1: "light", 2: "dark"}
 _PREF_TEXTS = {"0": "system", "1": "light", "2": "dark", "light": "light", "dark": "dark",
                **dict.fromkeys(_SYSTEM_WORDS, "system")}  # fmt: skip
 
@@ -537,7 +534,7 @@ def _mode_of_pref(name: str, value: Any) -> str | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        return next((mode for number, mode in _PREF_NUMBERS.items() if value == number), None)
+        return next((mode for number, mode in COLOR_SCHEMES.items() if value == number), None)
     return _PREF_TEXTS.get(value.lower()) if isinstance(value, str) else None
 
 

@@ -211,7 +211,8 @@ def get_history(ctx: EvalContext, config: Mapping[str, Any]) -> list[tuple[Any, 
     )
 
 
-_COLOR_SCHEMES = {0: "system", 1: "light", 2: "dark"}
+# Chrome's browser.theme.color_scheme(2) values (the settings page's probe reads them too).
+COLOR_SCHEMES = {0: "system", 1: "light", 2: "dark"}
 _COLOR_SCHEME_NAMES = {"system": "system", "default": "system", "0": "system", "light": "light",
                        "1": "light", "dark": "dark", "2": "dark"}  # fmt: skip
 
@@ -239,7 +240,7 @@ def color_scheme_from_preferences(data: Mapping[str, Any]) -> str:
     if isinstance(raw, str):
         mode = _COLOR_SCHEME_NAMES.get(raw.strip().lower())
     elif isinstance(raw, int | float):
-        mode = _COLOR_SCHEMES.get(int(raw))
+        mode = COLOR_SCHEMES.get(int(raw))
     if data.get("extensions", {}).get("theme", {}).get("system_theme", None) in (0, "0", False):
         return "light"
     return mode or "system"
