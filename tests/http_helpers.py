@@ -11,6 +11,7 @@ import contextlib
 import http.server
 import re
 import socket
+import ssl
 import threading
 import urllib.parse
 from dataclasses import dataclass, field
@@ -92,15 +93,24 @@ def file_server(served: Served) -> collections.abc.Iterator[str]:
 
 @contextlib.contextmanager
 def loopback_server(
-    handler: type[http.server.BaseHTTPRequestHandler],
+    handler: type[http.server.BaseHTTPRequestHandler], tls: ssl.SSLContext | None = None
 ) -> collections.abc.Iterator[str]:
-    """Run ``handler`` on 127.0.0.1 (a free port); yield the base URL; stop afterwards."""
+    """Run ``handler`` on 127.0.0.1 (a free port); yield the base URL; stop afterwards.
+
+    With ``tls`` (a server context holding its certificate) it serves HTTPS.
+    """
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
+    if tls is not None:
+        # The handshake happens in each request's thread, not in the accepting one.
+        server.socket = tls.wrap_socket(
+            server.socket, server_side=True, do_handshake_on_connect=False
+        )
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
+    scheme = "http" if tls is None else "https"
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"{scheme}://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()

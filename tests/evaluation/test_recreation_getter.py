@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 from desktop_helpers import wait_until
+from http_helpers import loopback_server, port_of
 from osworld_data import OSWORLD_TASKS
 
 from osworld_gym.downloads import AssetCache
@@ -148,18 +149,8 @@ def _https_server(site: Site, folder: Path) -> collections.abc.Iterator[int]:
     )  # fmt: skip
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(cert, key)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(site))
-    server.daemon_threads = True
-    # The handshake happens in each request's thread, not in the accepting one.
-    server.socket = tls.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with loopback_server(_handler(site), tls) as url:
+        yield port_of(url)
 
 
 @contextlib.contextmanager
