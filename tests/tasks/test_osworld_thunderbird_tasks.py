@@ -192,10 +192,45 @@ def _open_account_settings(env: OSWorldEnv) -> None:
     _until_window(env, [Click(**ACCOUNT_SETTINGS)], "Account Settings - Mozilla Thunderbird")
 
 
+def _local_folders(env: OSWorldEnv) -> set[str]:
+    """What Local Folders holds: what an agent reads off the folder pane."""
+    folder = f"/home/user/.thunderbird/{PROFILE}/Mail/Local Folders"
+    return set(env.unwrapped._desktop.client.execute(["ls", folder]).output.split())
+
+
+def _active_window_title(env: OSWorldEnv) -> str:
+    return env.unwrapped._desktop.client.execute(
+        ["xdotool", "getactivewindow", "getwindowname"]
+    ).output.strip()
+
+
+def _appears(predicate: collections.abc.Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
 def _new_local_folder(env: OSWorldEnv, name: str) -> None:
-    # Local Folders' context menu; "New Folder…" is its N item; the dialog takes the name.
-    _until_window(env, [RightClick(**LOCAL_FOLDERS_ROW), Press(key="n")], "New Folder")
-    _act(env, [TypeText(text=f"{name}\n")])
+    """Make a folder in Local Folders through its context menu, checking the result (3 tries).
+
+    The dialog's window maps before it takes the keyboard: a name typed in that moment is lost
+    (seen once in CI, on a loaded host), so the agent waits for the dialog to have focus, then
+    looks for the folder in the pane and, when it is not there, closes the dialog and tries
+    again, as an agent looking at the screen would.
+    """
+    for _ in range(3):
+        # Local Folders' context menu; "New Folder…" is its N item; the dialog takes the name.
+        _until_window(env, [RightClick(**LOCAL_FOLDERS_ROW), Press(key="n")], "New Folder")
+        _appears(lambda: _active_window_title(env) == "New Folder", 10.0)
+        _act(env, [TypeText(text=f"{name}\n")])
+        if _appears(lambda: f"{name}.msf" in _local_folders(env), 10.0):
+            return
+        if "New Folder" in _windows(env):
+            _act(env, [Press(key="escape")])
+    pytest.fail(f"no folder {name!r} in Local Folders after 3 tries: {_windows(env)}")
 
 
 def test_create_two_local_folders(env: OSWorldEnv) -> None:
@@ -204,10 +239,7 @@ def test_create_two_local_folders(env: OSWorldEnv) -> None:
     _new_local_folder(env, "UNIVERSITY")
     assert _act(env, [Wait(seconds=1.0), Done()]) == 1.0
     # Asked in the desktop: its HOME is on this host only for local desktops.
-    listing = env.unwrapped._desktop.client.execute(
-        ["ls", f"/home/user/.thunderbird/{PROFILE}/Mail/Local Folders"]
-    ).output
-    assert {"COMPANY", "UNIVERSITY"} <= set(listing.split())
+    assert {"COMPANY", "UNIVERSITY"} <= _local_folders(env)
     assert _episode(env, LOCAL_FOLDERS, [Done()]) == 0.0
 
 
