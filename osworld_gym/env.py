@@ -15,6 +15,7 @@ score rather than a zero: ``info["score"]`` is None and ``info["evaluation_error
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import shutil
@@ -27,11 +28,19 @@ from typing import Any, ParamSpec, TypeVar
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.envs.registration import EnvSpec
 
+from osworld_gym import registration
 from osworld_gym.actions import Action, parse_action, to_wire_actions
 from osworld_gym.actions.spaces import StructuredActionSpace, TextActionSpace
 from osworld_gym.downloads import AssetCache
-from osworld_gym.env_config import DEFAULT_SUITE, LAUNCHING_STEPS, EnvConfig, Timings
+from osworld_gym.env_config import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_SUITE,
+    LAUNCHING_STEPS,
+    EnvConfig,
+    Timings,
+)
 from osworld_gym.episode import episode_end, plan_step, terminal_kind
 from osworld_gym.errors import (
     ActionError,
@@ -66,6 +75,25 @@ MAX_A11Y_CHARS = 4_000_000  # a busy LibreOffice tree is about 1 MB
 EVAL_FOLDER_PREFIX = f"{processes.FOLDER_PREFIX}eval-"  # each env's files fetched for scoring
 
 
+def _step_limit(max_steps: int, time_limit: int | None) -> int:
+    """The env's step limit: ``max_steps``, or the ``TimeLimit`` of the ``gym.make`` building it.
+
+    Raises:
+        ValueError: Both were given and differ (an explicit ``max_steps`` other than the
+            default, and ``max_episode_steps``): the wrapper would cut the episode unscored, or
+            never.
+    """
+    if time_limit is None or time_limit == max_steps:
+        return max_steps
+    if max_steps != DEFAULT_MAX_STEPS:
+        raise ValueError(
+            f"max_steps={max_steps} and gym.make's max_episode_steps={time_limit} disagree: "
+            "give one of them (the env scores the episode at its last step, and Gymnasium's "
+            "TimeLimit would end it at the other)"
+        )
+    return time_limit
+
+
 def _is_computer_13_dicts(action: Any) -> bool:
     """Whether ``action`` is an OSWorld action dict (``action_type``), or a list of them."""
     items = action if isinstance(action, list) else [action]
@@ -80,7 +108,10 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         tasks: A bundled suite name, an OSWorld folder or index JSON, a task file, task dicts,
             or a loaded :class:`~osworld_gym.tasks.TaskSet`.
         action_format: ``"uitars"``, ``"pyautogui"``, ``"computer_13"`` or ``"structured"``.
-        max_steps: Step limit; the last allowed step still evaluates.
+        max_steps: Step limit; the last allowed step still evaluates. Built by ``gym.make(...,
+            max_episode_steps=N)``, the env takes N (the ``TimeLimit`` Gymnasium adds then ends
+            the episode at the step the env scores); a different explicit ``max_steps`` is
+            refused (see :mod:`osworld_gym.registration`).
         screen_size: (width, height) of the desktop and of observed screenshots.
         hard: OSWorld-Hard mode: no FAIL replacement at the step limit.
         config: Every other setting (see :class:`~osworld_gym.env_config.EnvConfig`);
@@ -95,7 +126,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         provider: str | ProviderConfig | Provider | None = "local",
         tasks: str | Path | Sequence[Mapping[str, Any]] | TaskSet = DEFAULT_SUITE,
         action_format: str = "uitars",
-        max_steps: int = 15,
+        max_steps: int = DEFAULT_MAX_STEPS,
         screen_size: tuple[int, int] = (1920, 1080),
         hard: bool = False,
         config: EnvConfig | None = None,
@@ -103,6 +134,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         **overrides: Any,
     ) -> None:
         base = config or EnvConfig()
+        max_steps = _step_limit(max_steps, registration.time_limit_of_make())
         self.config = base.replace(
             action_format=action_format,
             max_steps=max_steps,
@@ -160,6 +192,22 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         self._eval_dir: Path | None = None
         self._eval_dir_finalizer: weakref.finalize | None = None
         processes.remove_dead_folders(prefix=EVAL_FOLDER_PREFIX)
+
+    @property
+    def spec(self) -> EnvSpec | None:
+        """The spec ``gym.make`` built the env from, with the env's own step limit.
+
+        ``gym.make`` records ``max_episode_steps=None`` (it keeps the limit in its wrapper); the
+        env reports the limit it scores at, so runners reading ``spec.max_episode_steps`` see
+        the episode's real length, and ``gym.make(env.spec)`` builds the same env.
+        """
+        return self.__dict__.get("_spec")
+
+    @spec.setter
+    def spec(self, value: EnvSpec | None) -> None:
+        if value is not None and value.max_episode_steps is None:
+            value = dataclasses.replace(value, max_episode_steps=self.config.max_steps)
+        self.__dict__["_spec"] = value
 
     @property
     def desktop(self) -> Desktop | None:

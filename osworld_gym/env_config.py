@@ -10,6 +10,7 @@ from typing import Any
 from osworld_gym.evaluation.references import DEFAULT_REFERENCE, check_reference
 
 DEFAULT_SUITE = "desktop-basics"
+DEFAULT_MAX_STEPS = 15  # OSWorld's runners and ARPO
 ACTION_FORMATS = ("uitars", "pyautogui", "computer_13", "structured")
 # "osworld": every metric scores as OSWorld's own code does (published numbers compare);
 # "fixed": the metrics where OSWorld has a score-changing bug use the corrected version.
@@ -87,7 +88,7 @@ class EnvConfig:
 
     action_format: str = "uitars"
     dialect_options: tuple[tuple[str, Any], ...] = ()
-    max_steps: int = 15
+    max_steps: int = DEFAULT_MAX_STEPS
     hard: bool = False
     parse_error_ends_episode: bool = False
     screen_size: tuple[int, int] = (1920, 1080)

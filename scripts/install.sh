@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine for osworld-gym: system packages (scripts/install_system_deps.sh),
 # then the Python package with its gui, eval, media, chrome, ray, train, test (pytest, mypy...),
-# docs (MkDocs), docker, ssh, export, trl, skyrl and openenv extras into the current Python:
+# docs (MkDocs), docker, ssh, export, trl, skyrl, openenv and video extras into the current Python:
 # everything `osworld-gym[all]` holds, with the CPU torch (verl, whose transformers pin clashes
 # with train, gets a side venv in its tests; vllm needs CUDA; ocr a matching torchvision).
 #   bash scripts/install.sh            # regular install (what CI and users run)
@@ -17,7 +17,7 @@ PIP=(python -m pip install -q --disable-pip-version-check --root-user-action=ign
 if ! python -c "import torch" >/dev/null 2>&1; then
   "${PIP[@]}" "torch==2.13.0"
 fi
-EXTRAS="gui,eval,media,chrome,ray,train,test,docs,docker,ssh,export,trl,skyrl,openenv"
+EXTRAS="gui,eval,media,chrome,ray,train,test,docs,docker,ssh,export,trl,skyrl,openenv,video"
 if [ "${1:-}" = "--editable" ]; then
   "${PIP[@]}" -e ".[$EXTRAS]"
 else

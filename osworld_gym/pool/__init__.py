@@ -26,7 +26,7 @@ from osworld_gym.pool.trajectory import (
     decode_screenshot,
     encode_screenshot,
 )
-from osworld_gym.pool.vector import PoolVectorEnv
+from osworld_gym.pool.vector import PoolVectorEnv, make_vector_env
 
 __all__ = [
     "CollectionStats",
@@ -51,4 +51,5 @@ __all__ = [
     "TrajectoryGroup",
     "decode_screenshot",
     "encode_screenshot",
+    "make_vector_env",
 ]

@@ -20,8 +20,9 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
+from osworld_gym.env_config import DEFAULT_MAX_STEPS
 from osworld_gym.pool.backends import Backend
-from osworld_gym.pool.config import EnvFactory, PoolConfig, RayBackendConfig
+from osworld_gym.pool.config import EnvFactory, EnvSpec, PoolConfig, RayBackendConfig
 from osworld_gym.pool.pool import EnvPool
 from osworld_gym.pool.results import EnvResult
 
@@ -219,6 +220,52 @@ class PoolVectorEnv(VectorEnv[Any, Any, Any]):
         """Close the pool if this facade built it."""
         if self._owns_pool:
             self.pool.close()
+
+
+def make_vector_env(
+    num_envs: int = 1,
+    *,
+    max_episode_steps: int | None = None,
+    autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+    pool_config: PoolConfig | None = None,
+    backend: str | RayBackendConfig | Backend = "thread",
+    timeout: float | None = None,
+    **env_kwargs: Any,
+) -> PoolVectorEnv:
+    """The registered ids' ``vector_entry_point``: ``gym.make_vec("OSWorld-v0", num_envs=n)``.
+
+    Gymnasium passes every keyword of ``make_vec`` here (it refuses ``vector_kwargs`` for
+    this mode): the vector env's own (``autoreset_mode``, ``pool_config``, ``backend``,
+    ``timeout``) are taken out, and the rest build each env, the id's defaults included.
+
+    Args:
+        num_envs: Desktops, one env each.
+        max_episode_steps: Each env's step limit (``max_steps``), as ``gym.make`` takes it.
+        autoreset_mode: Gymnasium's autoreset mode.
+        pool_config: Settings of the pool (:class:`~osworld_gym.pool.PoolConfig`).
+        backend: ``"thread"``, ``"ray"``, a Ray backend config or a backend.
+        timeout: Seconds a vector reset or step may take at most (None: no limit).
+        **env_kwargs: :class:`~osworld_gym.env.OSWorldEnv`'s arguments.
+
+    Raises:
+        ValueError: ``max_episode_steps`` and a different ``max_steps`` were both given.
+    """
+    if max_episode_steps is not None:
+        given = env_kwargs.get("max_steps", max_episode_steps)
+        # The id's defaults carry max_steps=15: only another value is a second, explicit limit.
+        if given not in (max_episode_steps, DEFAULT_MAX_STEPS):
+            raise ValueError(
+                f"max_steps={given} and max_episode_steps={max_episode_steps} disagree: give one"
+            )
+        env_kwargs["max_steps"] = max_episode_steps
+    spec = EnvSpec(entry_point="osworld_gym.env:OSWorldEnv", kwargs=env_kwargs)
+    return PoolVectorEnv(
+        [spec] * num_envs,
+        autoreset_mode=autoreset_mode,
+        config=pool_config,
+        backend=backend,
+        timeout=timeout,
+    )
 
 
 def _seeds(seed: int | list[int | None] | None, n: int) -> list[int | None]:

@@ -84,8 +84,7 @@ def _make_vm_provider(
     screen_size: tuple[int, int] | None,
     tasks: Iterable[Task],
 ) -> Provider | None:
-    """The ``qemu`` (its session settled) or ``remote`` provider for a name or config of theirs;
-    None for others."""
+    """The ``qemu`` (its session settled) or ``remote`` provider of a name or config; else None."""
     from osworld_gym.providers.qemu import QemuProvider, QemuProviderConfig
     from osworld_gym.providers.remote import RemoteProvider, RemoteProviderConfig
 
