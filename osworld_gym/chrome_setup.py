@@ -28,7 +28,7 @@ import sqlite3
 import tempfile
 from collections.abc import Iterable, Mapping
 from contextlib import closing
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +48,7 @@ CONNECT_TIMEOUT = 75.0  # OSWorld: 15 attempts, 5 s apart
 PAGE_LOAD_MS = 60_000  # OSWorld's goto limit per tab
 
 # Chrome's time base: microseconds since this instant (UTC).
-CHROME_EPOCH = datetime(1601, 1, 1, tzinfo=UTC)
+CHROME_EPOCH = datetime(1601, 1, 1, tzinfo=timezone.utc)
 # A link visit that starts and ends a redirect chain (CHAIN_START | CHAIN_END | LINK): OSWorld's.
 VISIT_TRANSITION = 0x30000000
 
@@ -207,7 +207,7 @@ def build_history(
         The database file's bytes.
     """
     items = list(items)
-    now = now or datetime.now(UTC)
+    now = now or datetime.now(timezone.utc)
     with tempfile.TemporaryDirectory(prefix="osworld-gym-history-") as folder:
         path = Path(folder) / "History"
         if existing:

@@ -290,8 +290,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         """The last observed screenshot (``render_mode="rgb_array"``)."""
         if self.render_mode != "rgb_array" or self._last_obs is None:
             return None
-        screenshot: np.ndarray = self._last_obs["screenshot"]
-        return screenshot.copy()
+        return np.array(self._last_obs["screenshot"], copy=True)
 
     def close(self) -> None:
         """Stop the desktop. Safe to call more than once."""

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
 
 # Collection errors are per module, whatever ``-m`` selects, so one collection of every test
-# covers the four stages of the README's command (pyproject's addopts ``-m``, then
+# covers every stage of the README's command (pyproject's addopts ``-m``, then ``-m release``,
 # ``-m 'osworld_tasks and not slow'``, ``-m parity``, ``-m trainers``): an empty ``-m``, given
 # after addopts' own, selects everything.
 COLLECT_ALL = ("--collect-only", "-q", "-p", "no:cacheprovider", "-m", "")

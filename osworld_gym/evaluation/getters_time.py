@@ -44,7 +44,7 @@ import copy
 import functools
 import logging
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import datetime, timedelta, timezone, tzinfo
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
@@ -296,7 +296,7 @@ def rule_timezone(rules: Mapping[str, Any]) -> tzinfo:
     this getter uses the host's local zone (no network).
     """
     if "timezone" not in rules:
-        return datetime.now().astimezone().tzinfo or UTC
+        return datetime.now().astimezone().tzinfo or timezone.utc
     return named_zone(rules["timezone"])
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -26,6 +25,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from wheel_helpers import clean_env, copy_checkout
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS = {"libreoffice_calc": "calc-rename-sheet", "libreoffice_impress": "impress-change-title"}
@@ -40,22 +40,13 @@ def core_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not (REPO / "setup.cfg").is_file():
         pytest.skip("needs a checkout to build from")
     root = tmp_path_factory.mktemp("core-wheel")
-    source = root / "source"
-    # A copy: building in the checkout would write build/ and *.egg-info into it.
-    shutil.copytree(
-        REPO,
-        source,
-        ignore=shutil.ignore_patterns(
-            ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis",
-            ".venv", "tests", "site",
-        ),
-    )  # fmt: skip
+    source = copy_checkout(root / "source")
     out = root / "dist"
     # This Python's setuptools (pyproject.toml's requirement): no download of a build backend.
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
          "-w", str(out), str(source)],
-        capture_output=True, text=True, timeout=600, env=_clean_env(),
+        capture_output=True, text=True, timeout=600, env=clean_env(),
     )  # fmt: skip
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
     (wheel,) = out.glob("osworld_gym-*.whl")
@@ -72,15 +63,10 @@ def core_venv(core_wheel: Path) -> Path:
         capture_output=True,
         text=True,
         timeout=900,
-        env=_clean_env(),
+        env=clean_env(),
     )
     assert pip.returncode == 0, pip.stdout[-2000:] + pip.stderr[-2000:]
     return venv
-
-
-def _clean_env() -> dict[str, str]:
-    """This environment without what would let the host's packages into the venv."""
-    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
 
 
 def _in_venv(venv: Path, *argv: str, timeout: float) -> subprocess.CompletedProcess[str]:
@@ -90,7 +76,7 @@ def _in_venv(venv: Path, *argv: str, timeout: float) -> subprocess.CompletedProc
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=_clean_env(),
+        env=clean_env(),
         cwd=venv.parent,
     )
 
@@ -272,7 +258,7 @@ def test_the_installed_recipe_bundles_the_installed_package(
     """Without a source tree, the image's wheel is the installed distribution packed again."""
     recipe = next((core_venv / "lib").glob("python3*/site-packages/osworld_gym/vm_images"))
     bundle = tmp_path / "bundle"
-    env = _clean_env() | {"PYTHON": str(core_venv / "bin" / "python")}
+    env = clean_env() | {"PYTHON": str(core_venv / "bin" / "python")}
     done = subprocess.run(
         ["bash", str(recipe / "build_rootfs.sh"), "--bundle", str(bundle)],
         capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path,

@@ -42,31 +42,6 @@ def cache_root() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "osworld-gym" / "venvs"
 
 
-def find_python(version: str) -> Path | None:
-    """A working interpreter of this ``major.minor`` version: on PATH, or one of pyenv's.
-
-    Each candidate is run once: pyenv's shim ``python3.12`` is on PATH even when 3.12 is not
-    the selected version, and then it exits 127.
-    """
-    candidates: list[Path] = []
-    found = shutil.which(f"python{version}")
-    if found:
-        candidates.append(Path(found))
-    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    candidates += sorted(pyenv_root.glob(f"{version}.*/bin/python"), reverse=True)
-    probe = "import sys; print('%d.%d' % sys.version_info[:2])"
-    for candidate in candidates:
-        try:
-            done = subprocess.run(
-                [str(candidate), "-c", probe], capture_output=True, text=True, timeout=60
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if done.returncode == 0 and done.stdout.strip() == version:
-            return candidate
-    return None
-
-
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)

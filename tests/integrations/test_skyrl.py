@@ -38,6 +38,7 @@ from osworld_agents.oracles.ui_basics import (
 )
 from PIL import Image
 from pool_fakes import FakeFactory
+from wheel_helpers import find_python
 
 from osworld_gym.integrations import DesktopLeases, LeaseError, LeaseResetError
 from osworld_gym.integrations.lease import close_shared_leases
@@ -421,7 +422,7 @@ def test_a_desktop_killed_mid_episode_ends_it_with_reward_zero(work_dir: Path) -
 @pytest.mark.timeout(3600)
 def test_python_312_runs_the_adapter_and_core_tests() -> None:
     """Build (or reuse) a clean 3.12 venv with this checkout and run the check script in it."""
-    python = side_venv.find_python("3.12")
+    python = find_python("3.12")
     if python is None:
         pytest.skip("no Python 3.12 on PATH or in pyenv (SkyRL's trainer needs 3.12)")
     started = time.monotonic()
