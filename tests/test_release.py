@@ -3,7 +3,8 @@
 ``python -m build`` makes the sdist and the wheel from a copy of this checkout, ``twine check``
 passes on both, and the wheel installs core-only (no extras) into a fresh venv of every Python
 the package declares (3.10 to 3.13), where the README's first code block runs: a local
-desktop, a reset, a UI-TARS click, close.
+desktop, a reset, a UI-TARS click, close. An editable install of a checkout under ``/tmp`` and
+under HOME (folders the desktops' sandbox hides) runs ``osworld-gym play --episodes 2``.
 
 Marked ``release`` (its own stage of the README's test command): four venvs and four desktops
 take a few minutes. The interpreters come from PATH or pyenv; a missing one skips its case with
@@ -12,9 +13,12 @@ the reason.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -98,3 +102,31 @@ def test_the_wheel_runs_the_readme_on_each_python(dist: Path, version: str, tmp_
         )  # fmt: skip
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         assert done.stdout.strip().splitlines()[-1] == expected, done.stdout
+
+
+@pytest.mark.parametrize("parent", ["/tmp", "~"], ids=["under-tmp", "under-home"])
+def test_an_editable_install_runs_play_from_a_hidden_folder(parent: str) -> None:
+    """``pip install -e .`` of a checkout in a folder the desktop's sandbox hides.
+
+    The editable finder keeps the checkout off ``sys.path``; the desktop's Python (its guest
+    server) must still import the package from there.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="osworld-gym-editable-", dir=os.path.expanduser(parent)))
+    try:
+        source = copy_checkout(folder / "checkout")
+        venv = folder / "venv"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+        pip = subprocess.run(
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "-e", str(source)],
+            capture_output=True, text=True, timeout=_INSTALL_TIMEOUT_S, env=clean_env(),
+        )  # fmt: skip
+        assert pip.returncode == 0, pip.stdout[-2000:] + pip.stderr[-2000:]
+        play = subprocess.run(
+            [str(venv / "bin" / "osworld-gym"), "play", "--episodes", "2"],
+            capture_output=True, text=True, timeout=600, env=clean_env(), cwd=folder,
+        )  # fmt: skip
+        output = play.stdout + play.stderr
+        assert play.returncode == 0, output[-4000:]
+        assert re.findall(r"^episode (\d): task ", play.stdout, re.MULTILINE) == ["0", "1"], output
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
