@@ -39,10 +39,11 @@ from osworld_gym.tasks.placeholders import (
     placeholder_values,
     substitute_placeholders,
 )
-from osworld_gym.tasks.schema import STEP_TYPES, StepSchema
+from osworld_gym.tasks.schema import GETTER_TYPES, STEP_TYPES, GetterSchema, StepSchema
 from osworld_gym.tasks.taskset import TaskProblem, TaskSet
 
 __all__ = [
+    "GETTER_TYPES",
     "INFEASIBLE",
     "KNOWN_FIELDS",
     "PLACEHOLDERS",
@@ -52,6 +53,7 @@ __all__ = [
     "EvaluatorSpec",
     "FrozenDict",
     "FrozenList",
+    "GetterSchema",
     "GetterSpec",
     "SetupStep",
     "StepSchema",

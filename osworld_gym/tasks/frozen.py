@@ -14,9 +14,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn, SupportsIndex
 
-__all__ = ["FrozenDict", "FrozenList", "NotJSONError", "freeze", "thaw"]
+__all__ = ["MAX_DEPTH", "FrozenDict", "FrozenList", "NotJSONError", "freeze", "thaw", "too_deep"]
 
 _SCALARS = str | int | float | bool | None
+
+MAX_DEPTH = 100
+"""How many arrays and objects may sit inside one another in a task document.
+
+Everything that walks task data recurses once per level: :func:`freeze` and :func:`thaw` (about
+four Python frames a level), ``json.dumps`` in error messages, ``copy.deepcopy``, hashing, and
+the pickling that hands tasks to pool workers. Python stops at 1000 frames (less whatever the
+caller's stack already holds), so a document a few hundred levels deep would fail in any of
+them with a bare ``RecursionError`` far from the file. The deepest OSWorld task nests 11 levels;
+100 leaves room for any real task and keeps every walk well inside the limit.
+"""
+
+_PATH_LEVELS = 4
+"""Levels of a too-deep value's path spelled out in messages; deeper ones read as ``...``."""
 
 
 class NotJSONError(TypeError):
@@ -134,6 +148,43 @@ def freeze(value: Any, where: str = "") -> Any:
     if isinstance(value, list | tuple):
         return FrozenList(freeze(item, f"{where}[{i}]") for i, item in enumerate(value))
     raise NotJSONError(f"{where or 'value'}: {type(value).__name__} is not JSON data")
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
+    """Where JSON-like data nests arrays and objects more than ``limit`` levels deep.
+
+    The walk keeps its own stack instead of recursing, so it answers for data of any depth
+    (and for self-referencing containers, which are infinitely deep) without
+    ``RecursionError``.
+
+    Args:
+        value: JSON-like data (objects, arrays, tuples and scalars).
+        limit: How many levels of containers are allowed (the top-level one counts as one).
+
+    Returns:
+        The path of the first container past the limit, its first levels spelled out
+        (``evaluator.result.command[0]...``), or ``None`` when the data is within the limit.
+
+    Example:
+        >>> too_deep({"a": [[1]]}, limit=3) is None, too_deep({"a": [[1]]}, limit=2)
+        (True, 'a[0]')
+    """
+    stack: list[tuple[Any, int, str]] = [(value, 1, "")]
+    while stack:
+        item, depth, where = stack.pop()
+        if isinstance(item, Mapping):
+            children = [(f"{where}.{key}" if where else str(key), v) for key, v in item.items()]
+        elif isinstance(item, list | tuple):
+            children = [(f"{where}[{index}]", v) for index, v in enumerate(item)]
+        else:
+            continue
+        if depth > limit:
+            return where
+        if depth >= _PATH_LEVELS:
+            # Past the first levels a path adds only noise: children share the parent's.
+            children = [(where if where.endswith("...") else where + "...", v) for _, v in children]
+        stack.extend((v, depth + 1, path) for path, v in children)
+    return None
 
 
 def thaw(value: Any) -> Any:

@@ -30,8 +30,9 @@ from osworld_gym.tasks.errors import (
     UnknownDomainError,
     UnknownSuiteError,
 )
+from osworld_gym.tasks.frozen import too_deep
 from osworld_gym.tasks.model import Task
-from osworld_gym.tasks.parse import KNOWN_FIELDS, parse_task
+from osworld_gym.tasks.parse import KNOWN_FIELDS, TOO_DEEP_REASON, parse_task
 from osworld_gym.tasks.schema import show
 from osworld_gym.tasks.taskset import TaskProblem, TaskSet
 
@@ -340,11 +341,20 @@ def _read_json(path: Path, label: str) -> Any:
     except (OSError, UnicodeDecodeError) as e:
         raise TaskFormatError(label, "", f"cannot read the file: {e}", path=path) from e
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as e:
         raise TaskFormatError(
             label, "", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", path=path
         ) from e
+    except ValueError as e:  # a number past Python's limit on integer digits
+        raise TaskFormatError(label, "", f"invalid JSON: {e}", path=path) from e
+    except RecursionError as e:  # json's parser recurses once per level of nesting
+        raise TaskFormatError(label, "", TOO_DEEP_REASON, path=path) from e
+    # Index files and lists of tasks are walked before parse_task sees them: check here too.
+    deep = too_deep(data)
+    if deep is not None:
+        raise TaskFormatError(label, deep, TOO_DEEP_REASON, path=path)
+    return data
 
 
 def _task_from_file(path: Path, label: str, data: Any, domain: str | None) -> Task:

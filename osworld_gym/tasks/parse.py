@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from osworld_gym.tasks.errors import TaskFormatError
-from osworld_gym.tasks.frozen import FrozenDict, NotJSONError, freeze
+from osworld_gym.tasks.frozen import MAX_DEPTH, FrozenDict, NotJSONError, freeze, too_deep
 from osworld_gym.tasks.model import INFEASIBLE, EvaluatorSpec, GetterSpec, SetupStep, Task
 from osworld_gym.tasks.schema import (
     STEP_TYPES,
@@ -23,7 +23,7 @@ from osworld_gym.tasks.schema import (
     show,
 )
 
-__all__ = ["KNOWN_FIELDS", "parse_task"]
+__all__ = ["KNOWN_FIELDS", "TOO_DEEP_REASON", "parse_task"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +44,12 @@ KNOWN_FIELDS = frozenset(
     }
 )
 """Top-level fields OSWorld's task format defines; others are kept in ``Task.raw`` only."""
+
+TOO_DEEP_REASON = (
+    f"nested more than {MAX_DEPTH} levels deep (arrays and objects inside one another); "
+    "no task needs that, and deeper data cannot be processed safely"
+)
+"""Why data nested past :data:`~osworld_gym.tasks.frozen.MAX_DEPTH` is refused."""
 
 
 class _Reporter:
@@ -77,6 +83,10 @@ def parse_task(
     fail = _Reporter(origin, path)
     if not isinstance(data, Mapping):
         fail("", f"a task must be a JSON object, got {show(data)}")
+    # Before anything walks the data recursively (freeze, show): see MAX_DEPTH.
+    deep = too_deep(data)
+    if deep is not None:
+        fail(deep, TOO_DEEP_REASON)
     try:
         raw = freeze(data)
     except NotJSONError as e:

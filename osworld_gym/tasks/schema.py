@@ -5,9 +5,13 @@ OSWorld runs a step ``{"type": T, "parameters": P}`` as ``SetupController._T_set
 only when the task runs. Checking the same signatures at load time moves that failure to the moment
 the task file is read, with a message that names the field.
 
-Getters are left to their implementations, except the one whose form this package extends:
-``cloud_file`` takes OSWorld's ``path`` (a URL) or a ``local_path`` (a host file beside the task
-file), never both (:func:`check_getter_parameters`).
+Getter configs are checked the same way (:data:`GETTER_TYPES`, :func:`check_getter_parameters`):
+a getter reads its keys only when the task is scored, and there a missing key or a value of the
+wrong JSON type (a ``command`` given as an object) raises inside the check, which scores 0 like
+a wrong answer. Only the keys the getters read are checked, and other keys pass, as OSWorld's
+getters ignore them; getter types this package does not implement are left to their
+implementations. ``cloud_file`` takes OSWorld's ``path`` (a URL) or this package's
+``local_path`` (a host file beside the task file), never both.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from types import MappingProxyType
 from typing import Any, NoReturn
 
 __all__ = [
+    "GETTER_TYPES",
     "STEP_TYPES",
+    "GetterSchema",
     "StepSchema",
     "Fail",
     "check_getter_parameters",
@@ -46,6 +52,9 @@ def show(value: Any, limit: int = 60) -> str:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         text = repr(value)
+    except RecursionError:
+        # Loading refuses such data first (frozen.MAX_DEPTH); a message must still not fail.
+        text = f"<{type(value).__name__} nested too deeply to show>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -59,6 +68,27 @@ def _expect(description: str, test: Callable[[Any], bool]) -> Validator:
 
 def _is_str_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_int_text(value: Any) -> bool:
+    """An integer, or a string ``int()`` reads as one (OSWorld's getters call ``int()``)."""
+    if _is_int(value):
+        return True
+    if not isinstance(value, str):
+        return False
+    try:
+        int(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _any(value: Any, where: str, fail: Fail) -> None:
+    """A value whose form is the metric's business (a ``rule``'s ``rules``): any JSON."""
 
 
 STRING = _expect("a string", lambda v: isinstance(v, str))
@@ -98,6 +128,43 @@ COMMAND = _expect(
     "a non-empty string or a non-empty list of strings",
     lambda v: (isinstance(v, str) and v.strip() != "") or (_is_str_list(v) and len(v) > 0),
 )
+INTEGER_TEXT = _expect("an integer (or a string holding one)", _is_int_text)
+INDEXES = _expect(
+    "a list of integers", lambda v: isinstance(v, list) and all(_is_int(i) for i in v)
+)
+OBJECT_OR_LIST = _expect("an object or a list", lambda v: isinstance(v, Mapping | list))
+
+
+def _values(validator: Validator) -> Validator:
+    """An object whose every value passes ``validator`` (keys are strings in JSON already)."""
+
+    def validate(value: Any, where: str, fail: Fail) -> None:
+        OBJECT(value, where, fail)
+        for key, item in value.items():
+            validator(item, f"{where}.{key}", fail)
+
+    return validate
+
+
+def _choice(*choices: str) -> Validator:
+    """One of a few strings, e.g. ``url_dashPart``'s ``returnType``."""
+    names = " or ".join(json.dumps(c) for c in choices)
+    return _expect(names, lambda v: isinstance(v, str) and v in choices)
+
+
+def _is_selector(value: Any) -> bool:
+    return (isinstance(value, str) and value != "") or (_is_str_list(value) and len(value) > 0)
+
+
+def _list_of(validator: Validator) -> Validator:
+    """A list whose every item passes ``validator``."""
+
+    def validate(value: Any, where: str, fail: Fail) -> None:
+        LIST(value, where, fail)
+        for index, item in enumerate(value):
+            validator(item, f"{where}[{index}]", fail)
+
+    return validate
 
 
 def _objects(required: Mapping[str, Validator], optional: Mapping[str, Validator]) -> Validator:
@@ -107,6 +174,17 @@ def _objects(required: Mapping[str, Validator], optional: Mapping[str, Validator
         LIST(value, where, fail)
         for index, item in enumerate(value):
             _check_keys(item, f"{where}[{index}]", fail, required, optional, open_=False)
+
+    return validate
+
+
+def _fields(
+    required: Mapping[str, Validator], optional: Mapping[str, Validator] | None = None
+) -> Validator:
+    """An object with these keys checked and others allowed (nested getter settings)."""
+
+    def validate(value: Any, where: str, fail: Fail) -> None:
+        _check_keys(value, where, fail, required, optional or {}, open_=True)
 
     return validate
 
@@ -211,19 +289,38 @@ def check_step_parameters(step_type: str, parameters: Any, where: str, fail: Fai
     _check_keys(parameters, where, fail, schema.required, schema.optional, open_=schema.open)
 
 
-def check_getter_parameters(
-    getter_type: str, config: Mapping[str, Any], where: str, fail: Fail
-) -> None:
-    """Check a getter config whose keys this package defines (``cloud_file``); others pass.
+ConfigCheck = Callable[[Mapping[str, Any], str, Fail], None]
+"""Checks a whole getter config, for rules that tie keys together (``multi`` and ``path``)."""
 
-    Args:
-        getter_type: The getter's ``type``.
-        config: The getter config (an object, ``type`` included or not).
-        where: Field path of the config, e.g. ``evaluator.expected[1]``.
-        fail: Called with a field path and reason on the first problem.
+
+@dataclass(frozen=True)
+class GetterSchema:
+    """The keys one getter type reads from its config (``type`` aside).
+
+    Keys not listed are allowed: OSWorld's getters ignore them, and its task files carry a
+    few (notes, settings of other getter versions).
+
+    Attributes:
+        required: Keys the getter cannot do without, with their validators.
+        optional: Keys it reads when present.
+        check: A check of the whole config, run after the keys' own (``None``: none).
     """
-    if getter_type == "cloud_file":
-        _check_cloud_file(config, where, fail)
+
+    required: Mapping[str, Validator] = field(default_factory=dict)
+    optional: Mapping[str, Validator] = field(default_factory=dict)
+    check: ConfigCheck | None = None
+
+
+def _file_names(key: str) -> ConfigCheck:
+    """``key`` and ``dest``: one name each, or (with ``multi``) parallel lists of names."""
+
+    def check(config: Mapping[str, Any], where: str, fail: Fail) -> None:
+        # OSWorld tests multi for truth; "true" as a string is accepted by _flag too.
+        names = NONEMPTY_STRING_LIST if config.get("multi") else NONEMPTY_STRING
+        names(config[key], f"{where}.{key}", fail)
+        names(config["dest"], f"{where}.dest", fail)
+
+    return check
 
 
 def _check_cloud_file(config: Mapping[str, Any], where: str, fail: Fail) -> None:
@@ -237,13 +334,145 @@ def _check_cloud_file(config: Mapping[str, Any], where: str, fail: Fail) -> None
     if "dest" not in config:
         fail(f"{where}.dest", "required field is missing (the name the file is saved as)")
     key = "path" if "path" in config else "local_path"
-    names = NONEMPTY_STRING_LIST if config.get("multi") else NONEMPTY_STRING
-    names(config[key], f"{where}.{key}", fail)
-    names(config["dest"], f"{where}.dest", fail)
+    _file_names(key)(config, where, fail)
     if key == "local_path":
         for value in [config[key]] if isinstance(config[key], str) else config[key]:
             if "://" in value:
                 fail(f"{where}.local_path", f"expected a host path, got the URL {show(value)}")
+
+
+def _check_dash_part(config: Mapping[str, Any], where: str, fail: Fail) -> None:
+    """``url_dashPart`` returns ``{key: part}`` for ``"json"``: it needs the ``key`` then."""
+    if config["returnType"] == "json" and "key" not in config:
+        fail(f"{where}.key", 'required when returnType is "json" (the key of the part)')
+
+
+_DEST = MappingProxyType({"dest": NONEMPTY_STRING})
+_PREFIX = MappingProxyType({"goto_prefix": STRING})
+_COMMAND_GETTER = GetterSchema({"command": COMMAND}, {"shell": _flag})
+_SLIDE_MEDIA = GetterSchema(
+    {"ppt_file_path": NONEMPTY_STRING, "slide_index": INTEGER_TEXT, "dest": NONEMPTY_STRING}
+)
+_URL_PARSE = GetterSchema({"parse_keys": STRING_LIST}, _PREFIX)
+_STRING_VALUES = _values(STRING)
+
+GETTER_TYPES: Mapping[str, GetterSchema] = MappingProxyType(
+    {
+        "vm_file": GetterSchema(
+            {"path": _any, "dest": _any},  # their form depends on multi: _file_names
+            {"multi": _flag, "gives": INDEXES, "time_suffix": _flag, "time_format": STRING},
+            _file_names("path"),
+        ),
+        "cloud_file": GetterSchema({}, {"multi": _flag, "gives": INDEXES}, _check_cloud_file),
+        "rule": GetterSchema({"rules": _any}),
+        "rule_relativeTime": GetterSchema(
+            {
+                "rules": _fields(
+                    {
+                        "relativeTime": _fields({"from": NONEMPTY_STRING}, {"to": STRING}),
+                        "expected": OBJECT,
+                    },
+                    {"timezone": STRING},
+                )
+            }
+        ),
+        "vm_command_line": _COMMAND_GETTER,
+        "vm_command_error": _COMMAND_GETTER,
+        "cache_file": GetterSchema({"path": NONEMPTY_STRING}),
+        "list_directory": GetterSchema({"path": NONEMPTY_STRING}),
+        "vm_window_size": GetterSchema({"app_class_name": NONEMPTY_STRING}),
+        "vm_wallpaper": GetterSchema({}, _DEST),
+        "content_from_vm_file": GetterSchema(
+            {"path": NONEMPTY_STRING}, {"file_type": STRING, "file_content": STRING}
+        ),
+        "vlc_config": GetterSchema({}, _DEST),
+        "vlc_playing_info": GetterSchema({}, _DEST),
+        "gimp_config_file": GetterSchema({"file_name": NONEMPTY_STRING}, _DEST),
+        "cookie_data": GetterSchema({}, _DEST),
+        "history": GetterSchema({}, _DEST),
+        "active_url_from_accessTree": GetterSchema({}, _PREFIX),
+        "active_tab_info": GetterSchema({}, _PREFIX),
+        "active_tab_url_parse": GetterSchema(
+            {"parse_keys": STRING_LIST},
+            {**_PREFIX, "replace": _STRING_VALUES, "split_list": _flag},
+        ),
+        "url_path_parse": _URL_PARSE,
+        "url_dashPart": GetterSchema(
+            {"partIndex": INTEGER_TEXT, "returnType": _choice("string", "json")},
+            {**_PREFIX, "needDeleteId": _flag, "key": STRING},
+            _check_dash_part,
+        ),
+        "page_info": GetterSchema({"url": NONEMPTY_STRING}),
+        "info_from_website": GetterSchema(
+            {"url": NONEMPTY_STRING},
+            {
+                "infos": _list_of(
+                    _fields(
+                        {"selector": _expect("a selector or a list of them", _is_selector)},
+                        {"action": STRING, "attribute": STRING},
+                    )
+                ),
+                "backups": _any,
+            },
+        ),
+        "pdf_from_url": GetterSchema({"path": NONEMPTY_STRING, "dest": NONEMPTY_STRING}),
+        "active_tab_html_parse": GetterSchema(
+            {"category": STRING},
+            {
+                **_PREFIX,
+                # Index -> key for category "class", a list of texts for "class&url".
+                "class_multiObject": _values(OBJECT_OR_LIST),
+                "class_multiObject_child": _values(_STRING_VALUES),
+                "class_multiObject_only_child": _values(_STRING_VALUES),
+                "class_multiObject_search_exist": _values(STRING_LIST),
+                "class_multiObject_li": _values(STRING_LIST),
+                "class_singleObject": _STRING_VALUES,
+                "labelObject": _STRING_VALUES,
+                "xpathObject": _STRING_VALUES,
+                "inputObject": _STRING_VALUES,
+                "url_include_expected": STRING_LIST,
+                "url_include_expected_multichoice": _STRING_VALUES,
+            },
+        ),
+        "gotoRecreationPage_and_get_html_content": GetterSchema(
+            {}, {"selector": STRING, "class": STRING, "order": INTEGER_TEXT}
+        ),
+        "audio_in_slide": _SLIDE_MEDIA,
+        "background_image_in_slide": _SLIDE_MEDIA,
+        "vscode_config": GetterSchema(
+            {
+                "vscode_extension_command": NONEMPTY_STRING,
+                "path": NONEMPTY_STRING,
+                "dest": NONEMPTY_STRING,
+            }
+        ),
+    }
+)
+"""The getter types whose config keys are checked at load time, with those keys.
+
+Getters of other types (those that read no keys, and OSWorld's that this package does not
+implement, such as ``googledrive_file``) are not checked.
+"""
+
+
+def check_getter_parameters(
+    getter_type: str, config: Mapping[str, Any], where: str, fail: Fail
+) -> None:
+    """Check a getter config against :data:`GETTER_TYPES`; other getter types pass.
+
+    Args:
+        getter_type: The getter's ``type``.
+        config: The getter config (an object, ``type`` included or not).
+        where: Field path of the config, e.g. ``evaluator.expected[1]``.
+        fail: Called with a field path and reason on the first problem.
+    """
+    schema = GETTER_TYPES.get(getter_type)
+    if schema is None:
+        return
+    keys = {name: value for name, value in config.items() if name != "type"}
+    _check_keys(keys, where, fail, schema.required, schema.optional, open_=True)
+    if schema.check is not None:
+        schema.check(config, where, fail)
 
 
 def _check_keys(

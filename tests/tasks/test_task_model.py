@@ -142,7 +142,11 @@ def test_list_defaults() -> None:
     assert spec.expected == (None, None) and spec.options == ({}, {})
     one = _task(
         make_list_task(
-            "b", func=["exact_match"], result=[{"type": "rule"}], expected=[], options=[]
+            "b",
+            func=["exact_match"],
+            result=[{"type": "rule", "rules": {}}],
+            expected=[],
+            options=[],
         )
     ).evaluator
     assert one.is_list and one.funcs == ("exact_match",) and one.expected == (None,)

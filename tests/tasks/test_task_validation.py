@@ -186,6 +186,57 @@ MALFORMED: dict[str, tuple[dict[str, Any], str, str]] = {
         "evaluator.postconfig[0].type",
         "did you mean 'sleep'?",
     ),
+    # A getter's keys are read only when the task is scored, where a bad one scores 0 (issue 38).
+    "getter command an object": (
+        edited(BASE, "evaluator.result.command", {"argv": ["ls"]}),
+        "evaluator.result.command",
+        'a non-empty string or a non-empty list of strings, got {"argv": ["ls"]}',
+    ),
+    "list getter command an object": (
+        edited(LIST, "evaluator.result.0.command", {}),
+        "evaluator.result[0].command",
+        "got {}",
+    ),
+    "step command an object": (
+        edited(BASE, "config.0.parameters.command", {"argv": ["ls"]}),
+        "config[0].parameters.command",
+        'got {"argv": ["ls"]}',
+    ),
+    "getter command missing": (
+        edited(BASE, "evaluator.result.command", DELETE),
+        "evaluator.result.command",
+        "required parameter is missing",
+    ),
+    "getter shell a number": (
+        edited(BASE, "evaluator.result.shell", 1),
+        "evaluator.result.shell",
+        "expected true or false, got 1",
+    ),
+    "rule without rules": (
+        edited(BASE, "evaluator.expected.rules", DELETE),
+        "evaluator.expected.rules",
+        "required parameter is missing",
+    ),
+    "vm_file dest an object": (
+        edited(LIST, "evaluator.result.1.dest", {"name": "a.txt"}),
+        "evaluator.result[1].dest",
+        "expected a non-empty string",
+    ),
+    "vm_file multi path a string": (
+        edited(LIST, "evaluator.result.1.multi", True),
+        "evaluator.result[1].path",
+        "a non-empty list of non-empty strings",
+    ),
+    "vm_file gives not indexes": (
+        edited(LIST, "evaluator.result.1.gives", ["0"]),
+        "evaluator.result[1].gives",
+        'a list of integers, got ["0"]',
+    ),
+    "cloud_file multi a false string": (
+        edited(BASE, "evaluator.expected", {**CLOUD, "multi": "false"}),
+        "evaluator.expected.multi",
+        "OSWorld reads any non-empty string as true",
+    ),
     "proxy not a bool": (edited(BASE, "proxy", "yes"), "proxy", 'true or false, got "yes"'),
     "related_apps a string": (edited(BASE, "related_apps", "os"), "related_apps", "list"),
     "source a number": (edited(BASE, "source", 1), "source", "string or a list of strings"),
