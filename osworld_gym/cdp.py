@@ -25,13 +25,14 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from osworld_gym.errors import DependencyNotInstalled, OSWorldGymError
+from osworld_gym.extras import install_command
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
 logger = logging.getLogger(__name__)
 
-INSTALL_HINT = "pip install 'osworld-gym[chrome]'"
+INSTALL_HINT = install_command("chrome")
 
 T = TypeVar("T")
 

@@ -20,7 +20,8 @@ The same names mean the same things in every subcommand: --output-dir (a folder 
 Each subcommand's --help shows its options with their defaults.
 
 Exit status: 0 success; 1 an error while running (one line on stderr; --log-level DEBUG adds
-the traceback); 2 a usage error (bad arguments, one line on stderr); 130 interrupted.
+the traceback); 2 a usage error (bad arguments, one line on stderr) or a missing extra (refused
+before anything starts, with the exact command that installs it); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import argparse
 import logging
 import sys
 
-from osworld_gym.cli_options import Parser, add_log_level, report_run_error
+from osworld_gym.cli_options import Parser, add_log_level, report_missing_part, report_run_error
 from osworld_gym.commands import (
     desktop,
     doctor,
@@ -42,6 +43,7 @@ from osworld_gym.commands import (
     tasks,
     view,
 )
+from osworld_gym.errors import DependencyNotInstalled
 
 logger = logging.getLogger(__name__)
 
@@ -96,13 +98,17 @@ def main(argv: list[str] | None = None) -> int:
 def run_subcommand(args: argparse.Namespace) -> int:
     """Run the parsed subcommand: an error it raises is one line on stderr and status 1.
 
-    ``--log-level DEBUG`` logs the traceback as well; Ctrl-C is status 130.
+    A missing optional part (:class:`~osworld_gym.errors.DependencyNotInstalled`, whose message
+    holds the install command) is status 2, as for a usage error: the command cannot run here
+    as asked. ``--log-level DEBUG`` logs the traceback as well; Ctrl-C is status 130.
     """
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
         sys.stderr.write(f"osworld-gym {args.command}: interrupted\n")
         return 130
+    except DependencyNotInstalled as e:
+        return report_missing_part(f"osworld-gym {args.command}", e, args.log_level, logger)
     except Exception as e:  # noqa: BLE001 - every error a subcommand lets out becomes one line
         return report_run_error(f"osworld-gym {args.command}", e, args.log_level, logger)
 

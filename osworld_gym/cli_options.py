@@ -7,7 +7,9 @@ One name per thing: ``--output-dir`` for a folder written, ``--output`` for a si
 (``--result-dir``, ``-o``, ``--width``/``--height``, ``--screen-size W H``) keep working for one
 release through :class:`DeprecatedAlias` and friends, each with a one-line warning on stderr.
 
-Exit statuses: 0 success, 1 an error while running, 2 a usage error (bad arguments).
+Exit statuses: 0 success, 1 an error while running, 2 a usage error (bad arguments) or a
+missing extra (:func:`report_missing_part`: refused before anything starts, with the exact
+command that installs it).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from osworld_gym.version import __version__
 
 __all__ = [
     "EXIT_CODES",
+    "EXIT_USAGE",
     "LOG_LEVELS",
     "DeprecatedAlias",
     "HelpFormatter",
@@ -32,13 +35,20 @@ __all__ = [
     "format_screen",
     "log_level",
     "positive_int",
+    "report_missing_part",
+    "report_run_error",
     "rewrite_legacy_screen_size",
     "screen_size",
     "version_text",
     "warn_deprecated",
 ]
 
-EXIT_CODES = "exit status: 0 success, 1 an error while running, 2 a usage error (bad arguments)"
+EXIT_CODES = (
+    "exit status: 0 success, 1 an error while running, 2 a usage error (bad arguments) or a "
+    "missing extra"
+)
+EXIT_USAGE = 2
+"""A usage error or a missing extra: the command cannot run here as asked."""
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -138,6 +148,27 @@ def report_run_error(prog: str, error: BaseException, log_level: str, log: loggi
     hint = "" if log_level == "DEBUG" else " (--log-level DEBUG shows the traceback)"
     sys.stderr.write(f"{prog}: error: {type(error).__name__}: {one_line(error)}{hint}\n")
     return 1
+
+
+def report_missing_part(
+    prog: str, error: BaseException, log_level: str, log: logging.Logger
+) -> int:
+    """Report a missing optional part as one line on stderr; return the exit status (2).
+
+    The one way every command refuses what it cannot run without an extra: the error's message
+    says what is missing, for what, and the exact command that installs it
+    (:class:`~osworld_gym.errors.MissingExtraError`, built by :mod:`osworld_gym.extras`).
+
+    Args:
+        prog: The program (and subcommand) named in the message.
+        error: The error (a :class:`~osworld_gym.errors.DependencyNotInstalled`).
+        log_level: The run's ``--log-level``: at ``DEBUG`` the traceback is logged as well.
+        log: The logger of the command that ran.
+    """
+    if log_level == "DEBUG":
+        log.error("%s cannot run", prog, exc_info=error)
+    sys.stderr.write(f"{prog}: error: {one_line(error)}\n")
+    return EXIT_USAGE
 
 
 def warn_deprecated(prog: str, old: str, new: str) -> None:

@@ -56,6 +56,7 @@ from osworld_gym.errors import (
 )
 from osworld_gym.evaluation.evaluator import EvaluationResult, Evaluator
 from osworld_gym.evaluation.getters import EvalContext
+from osworld_gym.extras import check_tasks, runs_this_python
 from osworld_gym.providers import Desktop, Provider, ProviderConfig, make_provider, processes
 from osworld_gym.task_setup import SetupContext, SetupInterpreter
 from osworld_gym.tasks import Task, TaskSet, load_tasks
@@ -235,6 +236,10 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
             raise EvaluatorError(
                 f"task {task.id} cannot be scored here: missing {', '.join(lacking)}"
             )
+        # Before the desktop starts: a library the task's setup, getters or metrics import
+        # lazily (openpyxl for a Calc task), or pyautogui for its own commands on a desktop
+        # running this Python, would otherwise end the episode unscored or wrongly scored.
+        check_tasks([task], self.evaluator, guest_python=runs_this_python(self.provider))
         timings: dict[str, float] = {}
         warnings = self._prepare_desktop(task, timings)
         self._task, self._step, self._episode_over = task, 0, False

@@ -20,6 +20,27 @@ class DependencyNotInstalled(OSWorldGymError, ImportError):
     """An optional dependency is missing; the message carries the install command."""
 
 
+class MissingExtraError(DependencyNotInstalled):
+    """Something to be run needs an extra of osworld-gym that is not installed: refused up front.
+
+    Raised before any desktop starts (:mod:`osworld_gym.extras`); ``osworld-gym`` reports it as
+    one line and exit status 2.
+
+    Attributes:
+        extras: The extras with a missing library (``("eval",)``).
+        packages: Their missing distributions (``("openpyxl", "pandas")``).
+        command: The exact command that installs the extras with the running interpreter's pip.
+    """
+
+    def __init__(
+        self, message: str, *, extras: tuple[str, ...], packages: tuple[str, ...], command: str
+    ) -> None:
+        self.extras = extras
+        self.packages = packages
+        self.command = command
+        super().__init__(message)
+
+
 # --- desktops -------------------------------------------------------------------------------
 
 

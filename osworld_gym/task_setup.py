@@ -35,6 +35,7 @@ from typing import Any
 from osworld_gym import chrome_setup
 from osworld_gym.downloads import AssetCache, AssetUnavailableError, resolve_local_path
 from osworld_gym.errors import GuestError, GuestHTTPError, TaskSetupError
+from osworld_gym.extras import Need, callable_needs
 from osworld_gym.guest.client import GuestClient
 from osworld_gym.tasks.placeholders import (
     download_cache_name,
@@ -136,6 +137,24 @@ class SetupReport:
     def seconds(self) -> float:
         """Total time of the steps."""
         return sum(s.seconds for s in self.steps)
+
+
+def steps_needs(steps: Iterable[Any]) -> frozenset[Need]:
+    """The optional libraries setup steps may import (Playwright for the Chrome steps...).
+
+    Read from the code of each step's type (:func:`osworld_gym.extras.callable_needs`); a
+    malformed or unknown step needs nothing here (running it fails with its own error).
+    """
+    needs: set[Need] = set()
+    for step in steps:
+        try:
+            kind, _ = _step_fields(step)
+        except TaskSetupError:
+            continue
+        method = _STEP_METHODS.get(kind)
+        if method is not None:
+            needs |= callable_needs(getattr(SetupInterpreter, method))
+    return frozenset(needs)
 
 
 def _fill(command: Any, context: SetupContext) -> Any:

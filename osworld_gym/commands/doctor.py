@@ -3,13 +3,15 @@
 * ``local`` -- Xvfb, openbox, xdotool and the other X tools, the accessibility stack, the
   desktop's sandbox (bubblewrap; as root, or as an ordinary user through user namespaces), the
   apps the bundled suites open (read from their tasks), and a real desktop launched and closed.
-* ``docker`` -- the CLI, the Python SDK, a reachable engine and our desktop image.
+* ``docker`` -- the CLI, the Python SDK, a reachable engine (its fix starts one with the
+  default bridge network, which OSWorld's official image needs: a warning says when the running
+  engine has none) and our desktop image.
 * ``qemu`` -- ``qemu-system-x86_64``, ``qemu-img`` and a usable ``/dev/kvm`` (without it QEMU
   still works, in software emulation: a warning, not a failure).
 * ``ray`` -- Ray importable (the pool's backend for clusters).
 * ``eval`` -- every package of the ``eval`` extra (the metric libraries that score LibreOffice,
   PDF, web and other tasks, whatever the provider) installed and importable; without them those
-  tasks cannot be scored (``pip install 'osworld-gym[eval]'``).
+  tasks cannot be scored (``python -m pip install 'osworld-gym[eval]'``).
 * ``extras`` -- every other extra of osworld-gym (``gui``, ``media``, ``chrome``, ``docker``,
   ``train``...; ``ray`` has its section above), one line each: its libraries installed and
   importable, else the exact command that adds it. The extras are read from the installed
@@ -19,6 +21,11 @@
   dependency python3-xlib overwrites python-xlib's files), so its fix installs them with
   ``--no-deps``; a python3-xlib found installed fails the ``local`` section with the command
   that repairs python-xlib.
+
+Every fix that installs Python packages names the pip of the interpreter running doctor
+(``/path/to/python -m pip install ...``): a bare ``pip`` may belong to another Python, such as
+the system's when doctor runs from a venv that is not activated. The trainer's torch is the CPU
+build, from PyTorch's CPU wheel index.
 
 Exit status 0 when the required providers work (``local`` unless ``--provider`` names others),
 the ``eval`` libraries are there (unless ``--no-eval``) and the extras named by ``--extra`` are
@@ -46,6 +53,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from osworld_gym import extras
+from osworld_gym.extras import install_command, pip_command
+
 PROVIDERS = ("local", "docker", "qemu", "ray")
 EVAL = "eval"
 EXTRAS = "extras"
@@ -53,19 +63,24 @@ SECTIONS = (*PROVIDERS, EVAL, EXTRAS)
 """Groups of checks: the providers, the metric libraries (needed whatever the provider), then
 the other extras."""
 DISTRIBUTION = "osworld-gym"
-EVAL_FIX = "pip install 'osworld-gym[eval]'"
+# Every fix that installs Python packages uses the pip of the interpreter running doctor
+# (`/path/to/python -m pip`): a bare `pip` on PATH may be another Python's, e.g. when doctor
+# runs from a venv that is not activated.
+EVAL_FIX = install_command(EVAL)
 # Extras with a section of their own (eval, ray) or made only of other extras (guest, all).
 OWN_SECTION_EXTRAS = (EVAL, "ray")
 # pyautogui and mouseinfo: what the gui extra is for, installed without their dependencies
 # (python3-xlib would overwrite python-xlib's files); the versions scripts/install.sh pins.
-GUI_NO_DEPS = ("pyautogui==0.9.54", "mouseinfo==0.1.3")
-GUI_FIX = "pip install 'osworld-gym[gui]' && pip install --no-deps " + " ".join(GUI_NO_DEPS)
+GUI_NO_DEPS = extras.GUI_NO_DEPS
+GUI_FIX = install_command("gui")
 XLIB_FIX = (
-    "pip uninstall -y python3-xlib && pip install --no-deps --force-reinstall 'python-xlib>=0.33'"
+    pip_command("-y", "python3-xlib", action="uninstall")
+    + " && "
+    + pip_command("--no-deps", "--force-reinstall", "'python-xlib>=0.33'")
 )
-# The trainer's torch: the CPU build where no CUDA one is wanted (a bare `torch` from the extra
-# pulls a multi-GB CUDA build); the version scripts/install.sh pins.
-CPU_TORCH = "pip install torch==2.13.0"
+# The trainer's torch: the CPU build from PyTorch's CPU index where no CUDA one is wanted (a
+# bare `torch` from the extra pulls a multi-GB CUDA build); the version scripts/install.sh pins.
+CPU_TORCH = pip_command(*extras.CPU_TORCH_ARGS)
 # Extras that do not install alongside the others, and why (shown with their line).
 EXTRA_NOTES = {
     "verl": "in its own venv (its transformers pin clashes with train's)",
@@ -267,7 +282,7 @@ def local_checks(launch: bool = True) -> list[Check]:
                 f"python: {module}",
                 found,
                 _version(package) if found else "not importable",
-                None if found else f"pip install {package}",
+                None if found else pip_command(package),
             )
         )
     for app, (binary, package, suites) in sorted(suite_apps().items()):
@@ -416,18 +431,14 @@ def docker_checks(image: str) -> list[Check]:
             "python: docker (SDK)",
             sdk,
             _version("docker") if sdk else "not importable",
-            None if sdk else "pip install 'osworld-gym[docker]'",
+            None if sdk else install_command("docker"),
         )
     )
     if cli is None:
         return checks
     answer = _run([cli, "version", "--format", "{{.Server.Version}}"], timeout=15)
     engine = answer is not None and answer.returncode == 0
-    start_fix = (
-        "bash scripts/start_docker.sh"
-        if Path("scripts/start_docker.sh").is_file()
-        else "dockerd --bridge=none --iptables=false &"
-    )
+    start_fix = dockerd_fix()
     checks.append(
         Check(
             "docker",
@@ -438,6 +449,7 @@ def docker_checks(image: str) -> list[Check]:
         )
     )
     if engine:
+        checks.append(_bridge_check(cli))
         found = _run([cli, "image", "inspect", "--format", "{{.Id}}", image], timeout=15)
         present = found is not None and found.returncode == 0
         checks.append(
@@ -450,6 +462,34 @@ def docker_checks(image: str) -> list[Check]:
             )
         )
     return checks
+
+
+def dockerd_fix(systemd: bool | None = None) -> str:
+    """How to start a Docker engine that every image works on, with its default networking.
+
+    OSWorld's official image publishes its guest's port through the engine's bridge network,
+    so the engine must have one. ``scripts/start_docker.sh`` (the project's own test runs)
+    starts one without a bridge or iptables rules, which only our image (host networking on
+    loopback) can use: not the fix to offer for every engine.
+
+    Args:
+        systemd: Whether systemd runs this host (None: look), which then starts the engine.
+    """
+    if systemd is None:
+        systemd = Path("/run/systemd/system").is_dir()
+    if systemd:  # the engine's own unit, as the docker.io package installs it
+        return "systemctl start docker"
+    return "nohup dockerd >/var/log/dockerd.log 2>&1 &"
+
+
+def _bridge_check(cli: str) -> Check:
+    """The engine has its bridge network (OSWorld's official image needs it; ours does not)."""
+    answer = _run([cli, "network", "inspect", "--format", "{{.Driver}}", "bridge"], timeout=15)
+    ok = answer is not None and answer.returncode == 0
+    detail = "present" if ok else "none (an engine started with --bridge=none)"
+    # Not required: our image runs on host networking; only the official image needs it.
+    fix = None if ok else f"restart the engine with its default networking: {dockerd_fix()}"
+    return Check("docker", "bridge network", ok, detail, fix, required=False)
 
 
 # --- qemu ---------------------------------------------------------------------------------
@@ -509,7 +549,7 @@ def ray_checks() -> list[Check]:
             "python: ray",
             found,
             _version("ray") if found else "not importable",
-            None if found else "pip install 'osworld-gym[ray]'",
+            None if found else install_command("ray"),
         )
     ]
 
@@ -577,13 +617,12 @@ def extras_checks(required: Iterable[str] = ()) -> list[Check]:
 
 
 def extra_fix(extra: str) -> str:
-    """The exact command that installs one extra of osworld-gym."""
-    if extra == "gui":
-        return GUI_FIX
-    command = f"pip install 'osworld-gym[{extra}]'"
-    if extra == "train" and importlib.util.find_spec("torch") is None:
-        return f"{CPU_TORCH} && {command}"  # the CPU torch first, or pip picks a CUDA build
-    return command
+    """The exact command that installs one extra of osworld-gym, with this interpreter's pip.
+
+    ``train`` puts the CPU torch first when no torch is installed (pip would pick a CUDA
+    build); ``gui`` adds pyautogui and mouseinfo without their dependencies.
+    """
+    return install_command(extra)
 
 
 def extra_distributions(extra: str) -> list[str]:

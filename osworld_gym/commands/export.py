@@ -24,7 +24,9 @@ Face Hub at the Parquet files (:mod:`~osworld_gym.commands.dataset_card`). A tra
 that cannot be read stops the export with an error naming it; ``skip_broken`` leaves such
 tasks out with a warning instead.
 
-Needs ``pip install 'osworld-gym[export]'`` (pyarrow; datasets, whose PyYAML writes the card).
+Needs ``pip install 'osworld-gym[export]'`` (pyarrow; datasets, whose PyYAML writes the card):
+without it the command is refused before it reads anything, with exit status 2 and the command
+that installs it.
 """
 
 from __future__ import annotations
@@ -50,10 +52,16 @@ from osworld_gym.commands.results import (
     read_task,
     recorded_action,
 )
+from osworld_gym.errors import DependencyNotInstalled
+from osworld_gym.extras import check_modules, install_command
 
 logger = logging.getLogger(__name__)
 
-INSTALL_HINT = "pip install 'osworld-gym[export]'"
+EXTRA = "export"
+NEEDED_MODULES = ("pyarrow", "yaml")
+"""What an export imports: pyarrow writes the Parquet files, PyYAML (with datasets, of the same
+extra) the card's front matter."""
+INSTALL_HINT = install_command(EXTRA)
 _STRING = {"dtype": "string", "_type": "Value"}
 _INT = {"dtype": "int64", "_type": "Value"}
 _FLOAT = {"dtype": "float64", "_type": "Value"}
@@ -208,7 +216,12 @@ def add_parser(sub: Any) -> None:
 
 
 def export_command(args: argparse.Namespace) -> int:
-    """Run the ``export`` subcommand."""
+    """Run the ``export`` subcommand.
+
+    Raises:
+        MissingExtraError: The export extra is not installed (before anything is read).
+    """
+    check_modules(EXTRA, NEEDED_MODULES, "osworld-gym export")
     source = Path(args.source)
     output = Path(args.output_dir)
     skip_broken = bool(args.skip_broken)
@@ -229,9 +242,10 @@ def export_command(args: argparse.Namespace) -> int:
         files, rows = write_dataset(
             episodes, output, args.per, args.rows_per_file, metadata=metadata
         )
-    except ImportError as e:
-        sys.stderr.write(f"osworld-gym export needs its extra ({e}): {INSTALL_HINT}\n")
-        return 1
+    except ImportError as e:  # installed, but broken: a missing part all the same (status 2)
+        raise DependencyNotInstalled(
+            f"missing extra {EXTRA!r} ({e}) for osworld-gym export: install with {INSTALL_HINT}"
+        ) from e
     sys.stdout.write(
         f"{rows} {args.per} rows (of {len(episodes)} episodes) in {len(files)} file(s) and "
         f"{CARD_FILE} under {output}; load with datasets.load_dataset('parquet', "

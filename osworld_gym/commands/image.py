@@ -8,7 +8,8 @@ also the ``vm_images`` folder of a source checkout. It is looked up in this orde
 installed with the package, then the current folder and its parents.
 
 ``--dry-run`` only says which recipe would be used, its base hash and its files: no docker, no
-root.
+root. A build without the docker SDK (the ``docker`` extra) is refused with exit status 2 and the
+command that installs it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from osworld_gym.extras import check_modules
 from osworld_gym.providers.recipes import (
     RECIPE_ENV,
     RECIPE_MARKER,
@@ -75,15 +77,10 @@ def image_build_command(args: argparse.Namespace) -> int:
         return 1
     if args.dry_run:
         return _dry_run(recipe)
-    try:
-        from osworld_gym.providers import docker_image
-    except ImportError as e:  # the docker SDK is an optional dependency
-        sys.stderr.write(
-            f"osworld-gym image build needs the docker SDK ({e}): "
-            "pip install 'osworld-gym[docker]'\n"
-        )
-        return 1
-    from osworld_gym.errors import OSWorldGymError
+    # The docker SDK is an optional dependency: refused here, with the command that adds it.
+    check_modules("docker", ["docker"], "osworld-gym image build")
+    from osworld_gym.errors import DependencyNotInstalled, OSWorldGymError
+    from osworld_gym.providers import docker_image
 
     kwargs: dict[str, Any] = {"recipe_dir": recipe, "rebuild": args.rebuild}
     if args.cache_dir:
@@ -95,7 +92,9 @@ def image_build_command(args: argparse.Namespace) -> int:
     try:
         sys.stderr.write(f"building from {recipe} (the first build debootstraps: minutes)\n")
         built = docker_image.build_image(**kwargs)
-    except OSWorldGymError as e:  # a failed step, or the docker SDK missing (with its hint)
+    except DependencyNotInstalled:
+        raise  # paramiko for an ssh:// engine: a missing part, reported as the CLI reports them
+    except OSWorldGymError as e:  # a failed step
         sys.stderr.write(f"osworld-gym image build: {e}\n")
         return 1
     sys.stdout.write(

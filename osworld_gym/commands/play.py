@@ -1,12 +1,22 @@
-"""``osworld-gym play``: a few episodes of ``OSWorld-v0`` with a random or do-nothing agent."""
+"""``osworld-gym play``: a few episodes of ``OSWorld-v0`` with a random or do-nothing agent.
+
+Episodes sample tasks from ``--tasks``, so before the first one every task there is checked for
+the extras it needs (``eval`` for office files...). Tasks that need a missing one are left out,
+said once on stderr with the command that installs it (a first look at the env works on a core
+install); when no task is left, the command is refused with exit status 2 before any desktop
+starts.
+"""
 
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 from typing import Any
 
 from osworld_gym.cli_options import ScreenSideAlias, positive_int, screen_size
+from osworld_gym.errors import MissingExtraError
+from osworld_gym.extras import check_tasks, missing_needs, runs_this_python, task_needs
 
 
 def add_parser(sub: Any) -> None:
@@ -49,8 +59,13 @@ def play_command(args: argparse.Namespace) -> int:
     space = env.unwrapped.action_space
     sampler = type(space)(dialect="uitars", screen_size=args.screen_size, seed=args.seed)
     try:
+        playable = _playable_task_ids(env.unwrapped, args.tasks)
         for episode in range(args.episodes):
-            obs, info = env.reset(seed=args.seed + episode)
+            seed = args.seed + episode
+            # All playable: the env samples as it always does; else among the playable ones.
+            chosen = None if playable is None else random.Random(seed).choice(playable)
+            options = None if chosen is None else {"task_id": chosen}
+            obs, info = env.reset(seed=seed, options=options)
             sys.stdout.write(f"episode {episode}: task {info['task_id']}: {obs['instruction']}\n")
             done = False
             while not done:
@@ -65,3 +80,29 @@ def play_command(args: argparse.Namespace) -> int:
     finally:
         env.close()
     return 0
+
+
+def _playable_task_ids(osworld: Any, suite: str) -> list[str] | None:
+    """The tasks ``play`` may sample: None for all, else those whose extras are installed.
+
+    Any task may be sampled, so each is checked before the first episode, not when drawn.
+
+    Raises:
+        MissingExtraError: No task of the suite can run here (naming the extras to install).
+    """
+    guest_python = runs_this_python(osworld.provider)
+    try:
+        check_tasks(
+            osworld.tasks, osworld.evaluator, what=f" of {suite!r}", guest_python=guest_python
+        )
+    except MissingExtraError as missing:
+        playable = [
+            task.id
+            for task in osworld.tasks
+            if not missing_needs(task_needs(task, osworld.evaluator, guest_python=guest_python))
+        ]
+        if not playable:
+            raise
+        sys.stderr.write(f"osworld-gym play: {missing}; playing the other {len(playable)} tasks\n")
+        return playable
+    return None

@@ -15,12 +15,20 @@ runs it again. ``summary.json`` also records the evaluation mode (``--evaluation
 evaluator reference (``--evaluator-reference``: whose OSWorld evaluator code the scores follow),
 the seed and the versions of Python, osworld-gym and the metric libraries (``versions``).
 
+Before any desktop starts, the run checks what its tasks and provider need: a task whose setup
+steps, getters or metrics import a library of an extra that is not installed (openpyxl of
+``eval`` for a Calc task, Playwright of ``chrome`` for Chrome's; on ``local`` desktops, which run
+this Python, pyautogui of ``gui`` for a task whose own commands import it), or the docker
+provider without the docker SDK, refuses the run with exit status 2 and the exact command that
+installs the extras (``/path/to/python -m pip install 'osworld-gym[eval]'``), instead of
+episodes that end unscored.
+
 ``--agent openai`` first asks the server for ``GET {--base-url}/models`` (a few seconds at
 most): an unreachable server or an error answer stops the run before any desktop starts.
 
 Exit status: 0 when every task was scored, 1 when some could not be (listed in the summary;
 ``--allow-errors`` exits 0 all the same) or when the model server of ``--agent openai`` does not
-answer, 2 for bad arguments, 130 when interrupted.
+answer, 2 for bad arguments or a missing extra, 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,16 +78,20 @@ from osworld_gym.commands.summary import (
 )
 from osworld_gym.env_config import EVALUATION_MODES
 from osworld_gym.evaluation.references import DEFAULT_REFERENCE, REFERENCES
+from osworld_gym.extras import Need, check_tasks, runs_this_python
 from osworld_gym.providers import PROVIDER_NAMES
 from osworld_gym.providers.session_choice import SESSIONS, session_for
 from osworld_gym.tasks import Task, TaskSet, load_tasks
 from osworld_gym.version import __version__
 
 if TYPE_CHECKING:
+    from osworld_gym.evaluation.evaluator import Evaluator
     from osworld_gym.providers.remote import RemoteProviderConfig
 
 logger = logging.getLogger(__name__)
 
+PROVIDER_NEEDS: dict[str, tuple[Need, ...]] = {"docker": (Need("docker", "docker"),)}
+"""What each provider imports lazily to start its desktops (the docker SDK)."""
 OBSERVATION_TYPE = "screenshot"
 DEFAULT_SCREEN = (1920, 1080)
 SUITE_SCREENS = {"ui-basics": (336, 224), "desktop-basics": (1280, 720)}
@@ -431,6 +443,31 @@ def provider_from_args(
     return name, f"{name} provider default"
 
 
+def check_installed(
+    tasks: Iterable[Task],
+    provider: str,
+    evaluator: Evaluator,
+    *,
+    what: str = "",
+    also: Mapping[str, Iterable[Need]] | None = None,
+) -> None:
+    """Refuse, before any desktop starts, what the tasks and the provider need but lack here.
+
+    Args:
+        tasks: The tasks to be run.
+        provider: The provider's name (``--provider``).
+        evaluator: The evaluator that will score them.
+        what: Said of the tasks after their count (``" of 'desktop-basics'"``).
+        also: What else the command needs, by what needs it.
+
+    Raises:
+        MissingExtraError: One message naming every missing extra and the command that
+            installs them (the CLI's exit status 2).
+    """
+    needs = {**(also or {}), f"the {provider} provider": PROVIDER_NEEDS.get(provider, ())}
+    check_tasks(tasks, evaluator, what=what, also=needs, guest_python=runs_this_python(provider))
+
+
 def _key_value(item: str) -> tuple[str, str]:
     key, sep, value = item.partition("=")
     if not sep or not key:
@@ -439,6 +476,7 @@ def _key_value(item: str) -> tuple[str, str]:
 
 
 def _execute(plan: _Plan) -> int:
+    from osworld_gym.evaluation.evaluator import Evaluator
     from osworld_gym.pool import CollectorConfig, EnvPool, EnvSpec, PoolConfig, RolloutCollector
     from osworld_gym.pool.collector import policy_call_limit
 
@@ -453,9 +491,16 @@ def _execute(plan: _Plan) -> int:
                 f"({'; '.join(conflicts)}); use another --output-dir or --model\n"
             )
             return 2
+    todo = [t for t in plan.tasks if not layout.is_done(t.domain, t.id)]
+    if todo:  # every missing part at once, before the first desktop (status 2)
+        check_installed(
+            todo,
+            args.provider,
+            Evaluator(mode=args.evaluation, reference=args.evaluator_reference),
+            what=" to run",
+        )
     versions = library_versions()
     _warn_about_libraries(versions, earlier)
-    todo = [t for t in plan.tasks if not layout.is_done(t.domain, t.id)]
     skipped = len(plan.tasks) - len(todo)
     created = earlier.get("created") if earlier else None
     invocation: dict[str, Any] = {

@@ -6,8 +6,13 @@ verifiers). Desktops launch at their first session's first reset and are reset p
 The server has no authentication and its clients drive real desktops: it binds loopback unless
 ``--host`` says otherwise. SIGTERM or Ctrl-C stops it and its desktops.
 
+Before anything starts, the command checks what it needs: the ``openenv`` extra (OpenEnv and
+the uvicorn server), the provider's extra (``docker``), and the extras the served tasks need
+(``eval`` for office files, ``chrome`` for Chrome's...): a missing one is refused with exit status
+2 and the exact command that installs it.
+
 Exit status: 0 after SIGTERM, 130 after Ctrl-C, 1 when the server could not start (a port in
-use, OpenEnv not installed), 2 for bad arguments.
+use), 2 for bad arguments or a missing extra.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 from osworld_gym.cli_options import one_line, positive_int, screen_size
 from osworld_gym.commands.run import (
     add_session_option,
+    check_installed,
     provider_from_args,
     remote_config,
     suite_screen,
@@ -32,9 +38,12 @@ from osworld_gym.commands.run import (
 from osworld_gym.env_config import ACTION_FORMATS, EVALUATION_MODES
 from osworld_gym.errors import DependencyNotInstalled
 from osworld_gym.evaluation.references import DEFAULT_REFERENCE, REFERENCES
+from osworld_gym.extras import Need, install_command
 from osworld_gym.providers import PROVIDER_NAMES
-from osworld_gym.tasks import load_tasks
+from osworld_gym.tasks import TaskSet, load_tasks
 
+SERVER_MODULES = ("openenv", "fastapi", "uvicorn")
+"""What the server imports, all installed by the openenv extra (uvicorn serves OpenEnv's app)."""
 GRACEFUL_SHUTDOWN_S = 30
 """Seconds open sessions get to finish their current message when the server stops."""
 
@@ -122,17 +131,30 @@ def _port(text: str) -> int:
 def serve_env_command(args: argparse.Namespace) -> int:
     """Run the ``serve-env`` subcommand."""
     try:
-        env_kwargs = _env_kwargs(args)
+        env_kwargs, tasks = _env_kwargs(args)
     except ValueError as e:
         sys.stderr.write(f"osworld-gym serve-env: error: {one_line(e)}\n")
         return 2
+    from osworld_gym.evaluation.evaluator import Evaluator
+
+    # Every missing part at once, before the port is bound or a desktop launches (a
+    # MissingExtraError: one line and status 2).
+    check_installed(
+        tasks,
+        args.provider,
+        Evaluator(mode=args.evaluation, reference=args.evaluator_reference),
+        what=f" of {args.tasks!r}",
+        also={"osworld-gym serve-env": [Need(m, "openenv") for m in SERVER_MODULES]},
+    )
     try:
         import uvicorn
 
         from osworld_gym.integrations.openenv import create_osworld_app
-    except (DependencyNotInstalled, ImportError) as e:
-        sys.stderr.write(f"osworld-gym serve-env: error: {one_line(e)}\n")
-        return 1
+    except ImportError as e:  # installed, but broken: a missing part all the same (status 2)
+        raise DependencyNotInstalled(
+            f"missing extra 'openenv' ({e}) for osworld-gym serve-env: install with "
+            f"{install_command('openenv')}"
+        ) from e
     try:
         sock = _bind(args.host, args.port)
     except OSError as e:
@@ -188,8 +210,12 @@ def _serve(server: Any, sock: socket.socket, args: argparse.Namespace) -> int:
         sys.stderr.write("osworld-gym serve-env: stopped; closing the desktops\n")
 
 
-def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The desktops' ``OSWorldEnv`` keyword arguments (usage errors raise ValueError)."""
+def _env_kwargs(args: argparse.Namespace) -> tuple[dict[str, Any], TaskSet]:
+    """The desktops' ``OSWorldEnv`` keyword arguments, and the tasks served.
+
+    Raises:
+        ValueError: A usage error.
+    """
     if args.num_envs < 1 or args.max_steps < 1:
         raise ValueError("--num-envs and --max-steps must be at least 1")
     if not 0 <= args.port <= 65535:
@@ -206,7 +232,7 @@ def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     provider, _ = provider_from_args(
         args.provider, args.image, screen, remote, session=args.session, tasks=tasks
     )
-    return {
+    kwargs = {
         "tasks": args.tasks,
         "provider": provider,
         "action_format": args.action_format,
@@ -217,6 +243,7 @@ def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "evaluation": args.evaluation,
         "evaluator_reference": args.evaluator_reference,
     }
+    return kwargs, tasks
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -11,8 +11,10 @@ Usage::
         # each runnable task's empty episodes (DONE, FAIL) and first frames, against OSWorld's
     osworld-gym tasks fetch <folder> [--cache DIR]       # download the tasks' assets
 
-A source or task id that does not exist is a usage error (exit status 2); a fetch that could not
-download every asset exits 1; a fidelity report with findings exits 1.
+A source or task id that does not exist is a usage error (exit status 2), and so is a fidelity
+report whose tasks need an extra that is not installed (refused before any desktop starts, with
+the command that installs it); a fetch that could not download every asset exits 1; a fidelity
+report with findings exits 1.
 """
 
 from __future__ import annotations
@@ -185,6 +187,7 @@ def _runnable_report(args: argparse.Namespace, tasks: TaskSet) -> int:
 def _fidelity_report(
     args: argparse.Namespace, tasks: TaskSet, runnable: Any, session: str | None
 ) -> int:
+    from osworld_gym.commands.run import check_installed
     from osworld_gym.env import OSWorldEnv
     from osworld_gym.fidelity import (
         FidelityReport,
@@ -220,6 +223,8 @@ def _fidelity_report(
             offline=True,
             cache_dir=args.cache,
         ) as env:
+            # Its empty episodes are scored too: a missing extra is refused before the first.
+            check_installed(run, args.provider, env.evaluator, what=" to check")
             results = check_tasks(
                 env,
                 run,

@@ -18,13 +18,16 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from osworld_gym.errors import DependencyNotInstalled, EvaluatorError, GuestError
 from osworld_gym.evaluation.getters import EvalContext, Getter, getters_for
 from osworld_gym.evaluation.metrics._deps import INSTALL_HINT
 from osworld_gym.evaluation.references import DEFAULT_REFERENCE, check_reference
 from osworld_gym.tasks.model import Check, EvaluatorSpec, GetterSpec
+
+if TYPE_CHECKING:
+    from osworld_gym.extras import Need
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +105,27 @@ class Evaluator:
         lacking = [f"metric {f!r}" for f in spec.funcs if f not in self.metrics]
         lacking += [f"getter {g.type!r}" for g in spec.getters() if g.type not in self.getters]
         return sorted(set(lacking))
+
+    def needs(self, spec: EvaluatorSpec) -> frozenset[Need]:
+        """The optional libraries this evaluator's metrics and getters for ``spec`` may import.
+
+        Read from their code (:func:`osworld_gym.extras.callable_needs`), so a task whose
+        libraries are missing can be refused before its episode rather than left unscored after
+        it. An infeasible task needs none (its score is the agent's last action); a metric or
+        getter this evaluator lacks needs none here (:meth:`missing` names it).
+        """
+        from osworld_gym.extras import callable_needs
+
+        if spec.infeasible:
+            return frozenset()
+        needs: set[Need] = set()
+        for func in spec.funcs:
+            if func in self.metrics:
+                needs |= callable_needs(self.metrics[func])
+        for getter in spec.getters():
+            if getter.type in self.getters:
+                needs |= callable_needs(self.getters[getter.type])
+        return frozenset(needs)
 
     def evaluate(
         self,

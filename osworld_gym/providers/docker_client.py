@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from osworld_gym.errors import DependencyNotInstalled, ProviderError
+from osworld_gym.extras import install_command
 
 if TYPE_CHECKING:
     import docker
 
-INSTALL_HINT = "pip install 'osworld-gym[docker]'"
+INSTALL_HINT = install_command("docker")
 ENGINE_HINT = (
     "start one with `bash scripts/start_docker.sh` (as root), or point DOCKER_HOST / "
     "base_url at a running engine"

@@ -1,14 +1,14 @@
 """A core-only install: a wheel built from a copy of this checkout, installed into a fresh venv
 with no extras, used as a new user would (issues 17 and 21).
 
-* ``doctor`` names every missing extra with the exact command that adds it, and the missing
-  ``eval`` libraries fail it;
+* ``doctor`` names every missing extra with the exact command that adds it (with the venv's own
+  ``python -m pip``), and the missing ``eval`` libraries fail it;
 * the trainer commands print the one-line install hint of the ``train`` extra and exit 2, with
   no traceback, even for ``--help``;
 * the wheel ships the LICENSE and the guest image recipes, and ``image build`` finds them
   outside any checkout;
-* scoring LibreOffice tasks reports a clear error naming ``pip install 'osworld-gym[eval]'``,
-  the tasks are errors rather than 0-scores (desktops and apps: marked so).
+* running LibreOffice tasks is refused before any desktop starts, with exit status 2 and the
+  command that installs the ``eval`` extra; so are ``export`` and ``serve-env`` without theirs.
 
 The venv is a plain one (no system site-packages: the host's libraries must not show through);
 pip installs the core requirements from its index or local wheels.
@@ -29,7 +29,7 @@ from wheel_helpers import clean_env, copy_checkout
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS = {"libreoffice_calc": "calc-rename-sheet", "libreoffice_impress": "impress-change-title"}
-FIX = "pip install 'osworld-gym[eval]'"
+CPU_TORCH = "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
 TRAIN_HINT = ": needs the train extra (torch, transformers): "
 TRAIN_FIX = "pip install 'osworld-gym[train]'"
 
@@ -69,6 +69,12 @@ def core_venv(core_wheel: Path) -> Path:
     return venv
 
 
+def _venv_pip(venv: Path) -> str:
+    """How doctor and the refusals name pip there: the venv's interpreter, ``-m pip``."""
+    done = _in_venv(venv, "python", "-c", "import sys; print(sys.executable)", timeout=60)
+    return f"{done.stdout.strip()} -m pip"
+
+
 def _in_venv(venv: Path, *argv: str, timeout: float) -> subprocess.CompletedProcess[str]:
     """Run a program of the venv outside the checkout (``python -c`` would import from it)."""
     return subprocess.run(
@@ -92,35 +98,39 @@ def test_doctor_names_the_eval_extra(core_venv: Path) -> None:
     done = _in_venv(core_venv, "osworld-gym", "doctor", "--no-launch", timeout=180)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "eval: NOT ready" in done.stdout
-    assert "MISSING  python: openpyxl" in done.stdout and f"fix: {FIX}" in done.stdout
+    fix = f"{_venv_pip(core_venv)} install 'osworld-gym[eval]'"
+    assert "MISSING  python: openpyxl" in done.stdout and f"fix: {fix}" in done.stdout
 
 
-@pytest.mark.desktop
-@pytest.mark.apps
-def test_scoring_libreoffice_tasks_is_a_clear_error_and_exits_non_zero(
+def test_libreoffice_tasks_are_refused_before_any_desktop_starts(
     core_venv: Path, tmp_path: Path
 ) -> None:
+    fix = f"{_venv_pip(core_venv)} install 'osworld-gym[eval]'"
     ids = [arg for task_id in TASKS.values() for arg in ("--task-id", task_id)]
-    done = _in_venv(
-        core_venv, "osworld-gym", "run", "--agent", "oracle", *ids, "--output-dir", str(tmp_path),
-        "--progress", "lines", timeout=600,
+    run = ["run", "--agent", "oracle", *ids, "--output-dir", str(tmp_path)]
+    # play leaves out the tasks it cannot score; with none left it is refused.
+    calc_only = REPO / "envs" / "desktop-basics" / "examples" / "libreoffice_calc"
+    for command in (run, ["play", "--tasks", str(calc_only)]):
+        done = _in_venv(core_venv, "osworld-gym", *command, timeout=300)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "Traceback" not in done.stderr
+        (line,) = done.stderr.strip().splitlines()
+        assert "error: missing extra 'eval' (" in line and line.endswith(f"install with {fix}")
+    assert not any(tmp_path.iterdir())  # no results folder: nothing ran
+
+
+def test_export_and_serve_env_name_their_extras(core_venv: Path, tmp_path: Path) -> None:
+    pip = _venv_pip(core_venv)
+    export = _in_venv(
+        core_venv, "osworld-gym", "export", str(tmp_path), "--output-dir", str(tmp_path / "o"),
+        timeout=120,
     )  # fmt: skip
-    output = done.stdout + done.stderr
-    assert done.returncode == 1, output[-4000:]
-    assert "metric libraries not installed" in done.stderr  # said before the run
-    assert "2 task(s) not scored in this invocation" in done.stderr
-    assert FIX in done.stderr
-    run_dir = tmp_path / "structured" / "screenshot" / "oracle"
-    for domain, task_id in TASKS.items():
-        task_dir = run_dir / domain / task_id
-        assert not (task_dir / "result.txt").exists()  # no score, not a 0
-        why = (task_dir / "error.txt").read_text()
-        assert why.startswith("DependencyNotInstalled: ") and FIX in why, why
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["overall"]["scored"] == 0 and summary["overall"]["errors"] == 2
-    assert summary["error_kinds"]["evaluation"] == 2
-    assert summary["versions"]["packages"] == {}  # no metric library at all
-    assert "openpyxl" in summary["versions"]["missing"]["eval"]
+    assert export.returncode == 2, export.stdout + export.stderr
+    assert export.stderr.rstrip().endswith(f"install with {pip} install 'osworld-gym[export]'")
+    serve = _in_venv(core_venv, "osworld-gym", "serve-env", "--tasks", "ui-basics", timeout=120)
+    assert serve.returncode == 2, serve.stdout + serve.stderr
+    assert "'openenv' (" in serve.stderr and "No module named" not in serve.stderr
+    assert serve.stderr.rstrip().endswith(f"install with {pip} install 'osworld-gym[openenv]'")
 
 
 def _installed_extras(venv: Path) -> dict[str, list[str]]:
@@ -154,9 +164,8 @@ def test_the_installed_metadata_declares_the_extras_of_setup_cfg(core_venv: Path
 
 
 def test_doctor_names_every_missing_extra_with_its_fix(core_venv: Path) -> None:
-    from osworld_gym.commands.doctor import GUI_FIX
-
     extras = _installed_extras(core_venv)
+    pip = _venv_pip(core_venv)
     done = _in_venv(core_venv, "osworld-gym", "doctor", "--no-launch", "--json", timeout=180)
     assert done.returncode == 1, done.stdout + done.stderr  # eval is missing
     report = json.loads(done.stdout)
@@ -166,15 +175,15 @@ def test_doctor_names_every_missing_extra_with_its_fix(core_venv: Path) -> None:
     assert set(fixes) == {f"extra: {name}" for name in lines - {"eval", "ray"}}
     for name in lines - {"eval", "ray"}:
         assert report["extras"][name] is False, name  # a core install has none of them
-        expected = f"pip install 'osworld-gym[{name}]'"
+        expected = f"{pip} install 'osworld-gym[{name}]'"
         if name == "gui":
-            expected = GUI_FIX
-        elif name == "train":  # no torch either: the CPU build first
-            expected = f"pip install torch==2.13.0 && {expected}"
+            expected = f"{expected} && {pip} install --no-deps pyautogui==0.9.54 mouseinfo==0.1.3"
+        elif name == "train":  # no torch either: the CPU build first, from the CPU index
+            expected = f"{pip} install {CPU_TORCH} && {expected}"
         assert fixes[f"extra: {name}"] == expected
     by_name = {(c["provider"], c["name"]): c for c in report["checks"]}
-    assert by_name[("ray", "python: ray")]["fix"] == "pip install 'osworld-gym[ray]'"
-    assert by_name[("eval", "python: openpyxl")]["fix"] == FIX
+    assert by_name[("ray", "python: ray")]["fix"] == f"{pip} install 'osworld-gym[ray]'"
+    assert by_name[("eval", "python: openpyxl")]["fix"] == f"{pip} install 'osworld-gym[eval]'"
 
     # The text names them too; missing extras other than eval are information, not failures.
     text = _in_venv(core_venv, "osworld-gym", "doctor", "--no-launch", "--no-eval", timeout=180)
@@ -182,7 +191,7 @@ def test_doctor_names_every_missing_extra_with_its_fix(core_venv: Path) -> None:
     assert "extras not installed (information; add those you need):" in text.stdout
     for name in lines - {"eval", "ray"}:
         assert f"WARN     extra: {name}" in text.stdout
-    assert "  pip install 'osworld-gym[docs]'" in text.stdout
+    assert f"  {pip} install 'osworld-gym[docs]'" in text.stdout
     asked = _in_venv(
         core_venv, "osworld-gym", "doctor", "--no-launch", "--no-eval", "--extra", "docs",
         timeout=180,
@@ -248,7 +257,7 @@ def test_image_build_finds_the_installed_recipes_outside_a_checkout(
     assert "  rootfs/usr/local/bin/osworld-gym-desktop" in lines
     # The build itself: the docker SDK (an extra) is named, not a traceback.
     build = _in_venv(core_venv, "osworld-gym", "image", "build", timeout=60)
-    assert build.returncode == 1 and "pip install 'osworld-gym[docker]'" in build.stderr
+    assert build.returncode == 2 and "-m pip install 'osworld-gym[docker]'" in build.stderr
     assert "Traceback" not in build.stderr
 
 

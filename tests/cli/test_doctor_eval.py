@@ -6,6 +6,8 @@ from __future__ import annotations
 import configparser
 import importlib.metadata
 import json
+import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,8 @@ from osworld_gym.commands.doctor import EVAL_FIX, _library_check, eval_checks, e
 
 SETUP_CFG = Path(__file__).resolve().parents[2] / "setup.cfg"
 NOT_THERE = "osworld-gym-test-no-such-library"
+# The fixes name the pip of the interpreter running doctor, not whichever `pip` is on PATH.
+FIX = f"{shlex.quote(sys.executable)} -m pip install 'osworld-gym[eval]'"
 
 
 @pytest.fixture()
@@ -45,7 +49,7 @@ def test_an_installed_library_is_ok_with_its_version() -> None:
 def test_a_missing_library_is_missing_with_the_install_command() -> None:
     check = _library_check("eval", NOT_THERE, [], EVAL_FIX)
     assert check.status == "MISSING" and check.detail == "not installed"
-    assert check.fix == "pip install 'osworld-gym[eval]'"
+    assert check.fix == FIX == EVAL_FIX
     # Installed, but its module is gone (a broken install): missing as well.
     broken = _library_check("eval", "pillow", ["osworld_gym_no_such_module"], EVAL_FIX)
     assert broken.status == "MISSING" and "not importable" in broken.detail
@@ -60,8 +64,8 @@ def test_doctor_fails_without_the_eval_libraries_and_names_the_fix(
     assert "eval: NOT ready" in out
     assert "OK       python: pillow" in out
     assert f"MISSING  python: {NOT_THERE}" in out
-    assert "fix: pip install 'osworld-gym[eval]'" in out
-    assert "fixes, in order:\n  pip install 'osworld-gym[eval]'" in out
+    assert f"fix: {FIX}" in out
+    assert f"fixes, in order:\n  {FIX}" in out
 
     # --no-eval: still listed, no longer required.
     assert main(["doctor", "--no-eval"]) == 0
@@ -73,7 +77,7 @@ def test_doctor_fails_without_the_eval_libraries_and_names_the_fix(
     assert set(report["providers"]) == set(doctor.PROVIDERS)
     missing = [c for c in report["checks"] if c["status"] == "MISSING"]
     assert [(c["provider"], c["name"], c["fix"]) for c in missing] == [
-        ("eval", f"python: {NOT_THERE}", "pip install 'osworld-gym[eval]'")
+        ("eval", f"python: {NOT_THERE}", FIX)
     ]
 
 

@@ -7,6 +7,8 @@ import configparser
 import importlib.metadata
 import importlib.util
 import json
+import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,8 @@ from osworld_gym.commands.doctor import (
 
 SETUP_CFG = Path(__file__).resolve().parents[2] / "setup.cfg"
 NOT_THERE = "osworld-gym-test-no-such-library"
+# The fixes name the pip of the interpreter running doctor, not whichever `pip` is on PATH.
+PIP = f"{shlex.quote(sys.executable)} -m pip"
 FAKE = {
     "gui": ["pymsgbox"],
     "guest": ["osworld-gym[gui]"],
@@ -101,7 +105,7 @@ def test_each_extra_gets_a_line_and_its_fix(fake_extras: None) -> None:
     assert checks["extra: present"].ok and checks["extra: present"].detail == "2 installed"
     absent = checks["extra: absent"]
     assert absent.status == "WARN" and absent.detail == f"missing {NOT_THERE}"
-    assert absent.fix == "pip install 'osworld-gym[absent]'"
+    assert absent.fix == f"{PIP} install 'osworld-gym[absent]'"
     required = {c.name: c for c in extras_checks(required=["absent"])}["extra: absent"]
     assert required.status == "MISSING"
 
@@ -111,7 +115,8 @@ def test_the_gui_fix_installs_pyautogui_without_its_dependencies(
 ) -> None:
     assert extra_fix("gui") == GUI_FIX
     assert GUI_FIX == (
-        "pip install 'osworld-gym[gui]' && pip install --no-deps pyautogui==0.9.54 mouseinfo==0.1.3"
+        f"{PIP} install 'osworld-gym[gui]' && "
+        f"{PIP} install --no-deps pyautogui==0.9.54 mouseinfo==0.1.3"
     )
     # pyautogui is checked although the extra cannot list it.
     monkeypatch.setattr(doctor, "declared_extras", lambda: {"gui": ["pillow"]})
@@ -139,8 +144,8 @@ def test_python3_xlib_installed_fails_local_with_the_repair(
     check = doctor._xlib_check()
     assert check.status == "MISSING" and "python3-xlib 0.15 installed" in check.detail
     assert check.fix == (
-        "pip uninstall -y python3-xlib && "
-        "pip install --no-deps --force-reinstall 'python-xlib>=0.33'"
+        f"{PIP} uninstall -y python3-xlib && "
+        f"{PIP} install --no-deps --force-reinstall 'python-xlib>=0.33'"
     )
 
 
@@ -153,8 +158,12 @@ def test_the_train_fix_puts_the_cpu_torch_first_when_torch_is_missing(
         return None if name == "torch" else real(name, *args)
 
     monkeypatch.setattr(doctor.importlib.util, "find_spec", no_torch)
-    assert extra_fix("train") == "pip install torch==2.13.0 && pip install 'osworld-gym[train]'"
-    assert extra_fix("docs") == "pip install 'osworld-gym[docs]'"
+    # The CPU build, from PyTorch's CPU wheel index: PyPI's torch is a multi-GB CUDA build.
+    assert extra_fix("train") == (
+        f"{PIP} install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu && "
+        f"{PIP} install 'osworld-gym[train]'"
+    )
+    assert extra_fix("docs") == f"{PIP} install 'osworld-gym[docs]'"
 
 
 def test_missing_extras_are_information_unless_asked_for(
@@ -164,13 +173,13 @@ def test_missing_extras_are_information_unless_asked_for(
     out = capsys.readouterr().out
     assert f"WARN     extra: absent                missing {NOT_THERE}" in out
     assert "extras not installed (information; add those you need):" in out
-    assert "  pip install 'osworld-gym[absent]'" in out
+    assert f"  {PIP} install 'osworld-gym[absent]'" in out
     assert "fixes, in order:" not in out
 
     assert main(["doctor", "--no-launch", "--extra", "absent"]) == 1
     out = capsys.readouterr().out
     assert "extras: NOT ready" in out and "MISSING  extra: absent" in out
-    assert "fixes, in order:\n  pip install 'osworld-gym[absent]'" in out
+    assert f"fixes, in order:\n  {PIP} install 'osworld-gym[absent]'" in out
 
     assert main(["doctor", "--no-launch", "--extra", "present"]) == 0
     assert main(["doctor", "--no-launch", "--extra", "all"]) == 1  # all holds absent

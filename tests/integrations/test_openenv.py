@@ -136,8 +136,9 @@ def test_without_openenv_the_module_and_the_command_name_the_extra() -> None:
     done = subprocess.run(
         [sys.executable, "-c", command], capture_output=True, text=True, timeout=120
     )
-    assert done.returncode == 1
-    assert "pip install 'osworld-gym[openenv]'" in done.stderr
+    assert done.returncode == 2  # a missing extra: refused before the server starts
+    assert "missing extra 'openenv' (openenv not installed)" in done.stderr
+    assert "-m pip install 'osworld-gym[openenv]'" in done.stderr
 
 
 @pytest.mark.parametrize(

