@@ -5,9 +5,18 @@ from __future__ import annotations
 import collections.abc
 
 import pytest
+from checkout_guard import FIX, stale_copies
 from desktop_helpers import launch_desktop
 
 from osworld_gym.providers.local import LocalDesktop
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Refuse to test an installed copy that is not this checkout (see checkout_guard)."""
+    problems = stale_copies()
+    if problems:
+        pytest.exit("the tests would not test this checkout:\n  " + "\n  ".join(problems)
+                    + f"\nFix: {FIX}", returncode=4)  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,54 @@
+"""Whether the packages the tests import are this checkout's, file for file.
+
+``scripts/run_tests.sh`` runs the installed package (CI installs the checkout first), and a
+contributor's ``python -m pytest`` imports ``osworld_gym`` from the checkout but
+``osworld_agents`` and the bundled suites from wherever they were installed. Either way an
+installed copy older than the checkout would test code that is not the code being changed;
+the test session refuses to start then, naming the stale copy and the fix.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+# Import name -> the checkout's folder of it (setup.py's package_dir).
+PACKAGES = {"osworld_gym": "osworld_gym", "osworld_agents": "agents", "osworld_gym_envs": "envs"}
+FIX = (
+    "install the checkout editable (`python -m pip install -e .` or `bash scripts/install.sh "
+    "--editable`), reinstall it (`bash scripts/install.sh`), or run with `PYTHONPATH=. python -m "
+    "pytest` for osworld_gym alone"
+)
+
+
+def _python_files(folder: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(folder)): path.read_bytes()
+        for path in folder.rglob("*.py")
+        if "__pycache__" not in path.parts
+    }
+
+
+def stale_copies(repo: Path = REPO) -> list[str]:
+    """One line per imported package whose Python files differ from the checkout's."""
+    problems: list[str] = []
+    for name, folder in PACKAGES.items():
+        source = repo / folder
+        spec = importlib.util.find_spec(name)
+        if not source.is_dir() or spec is None or not spec.submodule_search_locations:
+            continue
+        imported = Path(next(iter(spec.submodule_search_locations))).resolve()
+        if imported == source.resolve():
+            continue
+        ours, theirs = _python_files(source), _python_files(imported)
+        differing = sorted(
+            path for path in ours.keys() | theirs.keys() if ours.get(path) != theirs.get(path)
+        )
+        if differing:
+            shown = ", ".join(differing[:5]) + (" ..." if len(differing) > 5 else "")
+            problems.append(
+                f"{name} is imported from {imported}, which is not this checkout's "
+                f"{source} ({len(differing)} files differ: {shown})"
+            )
+    return problems
