@@ -12,8 +12,8 @@ policy and the same updates:
 * coupled (the trainer's default loop): collect the iteration's groups rollout-wise
   (``RolloutCollector.collect``), then update; the desktops idle during the update;
 * async (``osworld-arpo --async``): one streaming collection (``RolloutCollector.stream``) fed
-  ``max(1, --max-staleness)`` iterations ahead, as :class:`osworld_agents.trainer.async_rollout.
-  AsyncRollouts` feeds it; the trainer takes an iteration's groups, updates, bumps the policy
+  ``max(1, --max-staleness)`` iterations ahead, as ``osworld_agents.trainer.async_rollout.
+  AsyncRollouts`` feeds it; the trainer takes an iteration's groups, updates, bumps the policy
   version, while the desktops go on with the next iterations' episodes.
 
 The policy is scripted: the ui-basics oracle's response for the step (real clicks and typing on

@@ -7,7 +7,7 @@ environments one at a time: ``reset`` for each rollout in turn, then, every turn
 call in turn (trl 1.16.0, ``grpo_trainer.py``;
 ``docs/howto/other-trainers.md#trl-calls-envs-one-at-a-time``). Trainers that run one coroutine per
 trajectory (verl's agent loops, SkyRL's generator, ``osworld_episode``) instead drive every desktop
-at once through :class:`~osworld_gym.integrations.DesktopLeases`.
+at once through ``DesktopLeases``.
 
 Both modes run the same episodes on the same ``local`` desktops (``ui-basics``, 336x224,
 launched before timing): each of n envs runs ``--rounds`` episodes of the suite's oracle (a

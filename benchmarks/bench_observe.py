@@ -62,7 +62,7 @@ def proc_cpu(pid: int) -> float:
 
 
 def desktop_cpu(desktop: Any) -> dict[int, float]:
-    """CPU seconds of each live process of the desktop (see :func:`cpu_between`)."""
+    """CPU seconds of each live process of the desktop (see ``cpu_between()``)."""
     return {pid: proc_cpu(pid) for pid in desktop.pids()}
 
 

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_replay.py [--seeds 5] [--iterations 120] [--budget-gib 2]
 
-Simulates ARPO's schedule with the real :class:`~osworld_agents.arpo.ReplayBuffer` (capacity 8
+Simulates ARPO's schedule with the real ``ReplayBuffer`` (capacity 8
 per task, inject into all-failed groups first, then store the original groups' successes) and
 prints, side by side, the fraction of all-failed groups that found a stored success to inject,
 for the buffer unbounded (ARPO), with ``eviction="oldest"`` and with ``eviction="largest-task"``,

@@ -13,7 +13,7 @@ guest answers again. Rows:
 * ``docker (session reset)``: its ``reset_mode="session"``: inside the running container,
   every process but Xvfb and the guest killed, HOME restored, the session restarted.
 * ``qemu``: the qemu provider's ``loadvm`` (the QEMU helper's
-  :func:`osworld_gym.providers.qemu_bench.measure_qemu_reset`; the row is skipped, with the
+  ``osworld_gym.providers.qemu_bench.measure_qemu_reset()``; the row is skipped, with the
   reason, when that provider or its qcow2 is missing).
 * ``osworld-docker, same image``: OSWorld's Docker-provider reset applied to our image:
   ``container.stop()`` + ``remove()`` + its fixed 3 s pause, a new container, then ``GET

@@ -6,7 +6,7 @@
         [--warmup S] [--seconds S] [--max-concurrent-resets N] \\
         [--docker-reset-mode recreate|session] [--json FILE]
 
-For each provider, suite and pool size, one :class:`~osworld_gym.pool.EnvPool` with the shipped
+For each provider, suite and pool size, one ``EnvPool`` with the shipped
 defaults (``gym.make("OSWorld-v0")`` envs, the rollout-wise collector, PNG-encoded stored
 screenshots as ``osworld-gym run`` and the trainer keep them) runs the bundled oracle on a stream
 of episodes, one rollout each, as long as the measurement lasts. The desktops are launched before

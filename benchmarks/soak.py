@@ -4,7 +4,7 @@
     python benchmarks/soak.py --provider docker --desktops 4 --episodes 1000
     python benchmarks/soak.py --provider local docker qemu ...   # one soak after the other
 
-One :class:`~osworld_gym.pool.EnvPool` of ``gym.make("OSWorld-v0")`` envs on the bundled
+One ``EnvPool`` of ``gym.make("OSWorld-v0")`` envs on the bundled
 ``ui-basics`` suite (a dialog or a terminal on a 336x224 screen; one action and DONE) runs the
 requested episodes through the rollout-wise collector, ``--chunk`` episodes per collection (as
 a trainer collects a batch per iteration; ``--chunk 0`` streams every episode through one
@@ -842,7 +842,7 @@ def _series_summary(points: list[tuple[int, float]], warmup: int) -> dict[str, f
 
 
 class Soak:
-    """One soak on one provider; :meth:`run` returns its report."""
+    """One soak on one provider; ``run()`` returns its report."""
 
     def __init__(self, config: SoakConfig) -> None:
         self.config = config

@@ -1,11 +1,11 @@
 """Download the assets of many tasks into the asset cache, so the env later runs them offline.
 
-Files land where :class:`osworld_gym.downloads.AssetCache` looks: ``<root>/<task_id>/<name>``.
+Files land where ``osworld_gym.downloads.AssetCache`` looks: ``<root>/<task_id>/<name>``.
 A URL several tasks name is downloaded once and linked (or copied) into the other task folders.
 Downloads go to ``<name>.part`` first and are renamed only once complete (the size the server
 announced, when it announced one), so a partial file is never taken for an asset; an
 interrupted download resumes with an HTTP ``Range`` request. Each finished file's SHA-256, size
-and URL are recorded in :data:`MANIFEST_NAME` at the cache root. Concurrency is bounded, every
+and URL are recorded in ``MANIFEST_NAME`` at the cache root. Concurrency is bounded, every
 request has a timeout, and failed attempts are retried with exponential back-off.
 """
 

@@ -49,7 +49,7 @@ class BrowserUnavailableError(OSWorldGymError):
 
 
 def require_playwright() -> ModuleType:
-    """Import ``playwright.sync_api`` or raise :class:`DependencyNotInstalled` with the hint."""
+    """Import ``playwright.sync_api`` or raise ``DependencyNotInstalled`` with the hint."""
     try:
         import playwright.sync_api as sync_api
     except ImportError as e:

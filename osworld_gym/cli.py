@@ -1,6 +1,6 @@
 """The ``osworld-gym`` command.
 
-Subcommands (each in :mod:`osworld_gym.commands`):
+Subcommands (each in ``osworld_gym.commands``):
     doctor       check the host for each provider and the metric libraries (the eval extra);
                  print the exact fix for what is missing
     tasks        list suites and tasks, show one, report which are supported or runnable on a
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
 def run_subcommand(args: argparse.Namespace) -> int:
     """Run the parsed subcommand: an error it raises is one line on stderr and status 1.
 
-    A missing optional part (:class:`~osworld_gym.errors.DependencyNotInstalled`, whose message
+    A missing optional part (``DependencyNotInstalled``, whose message
     holds the install command) is status 2, as for a usage error: the command cannot run here
     as asked. ``--log-level DEBUG`` logs the traceback as well; Ctrl-C is status 130.
     """

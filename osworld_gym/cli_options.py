@@ -1,14 +1,14 @@
 """The command-line vocabulary every ``osworld-gym`` command and trainer command shares.
 
-One parser class (:class:`Parser`): help that shows every default and keeps descriptions as
+One parser class (``Parser``): help that shows every default and keeps descriptions as
 written, ``--version``, and usage errors as one line, ``PROG: error: ...``, with exit status 2.
 One name per thing: ``--output-dir`` for a folder written, ``--output`` for a single file,
 ``--screen-size WxH``, ``--tasks``, ``--provider``, ``--num-envs``, ``--seed``. Names used before
 (``--result-dir``, ``-o``, ``--width``/``--height``, ``--screen-size W H``) keep working for one
-release through :class:`DeprecatedAlias` and friends, each with a one-line warning on stderr.
+release through ``DeprecatedAlias`` and friends, each with a one-line warning on stderr.
 
 Exit statuses: 0 success, 1 an error while running, 2 a usage error (bad arguments) or a
-missing extra (:func:`report_missing_part`: refused before anything starts, with the exact
+missing extra (``report_missing_part()``: refused before anything starts, with the exact
 command that installs it).
 """
 
@@ -95,7 +95,7 @@ class Parser(argparse.ArgumentParser):
         *args: As for ``argparse.ArgumentParser``.
         version: Add ``--version``.
         **kwargs: As for ``argparse.ArgumentParser``; ``formatter_class`` defaults to
-            :class:`HelpFormatter`.
+            ``HelpFormatter``.
     """
 
     def __init__(self, *args: Any, version: bool = True, **kwargs: Any) -> None:
@@ -115,7 +115,7 @@ class Parser(argparse.ArgumentParser):
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
-        """As ``argparse``, then the check of :attr:`required_options`."""
+        """As ``argparse``, then the check of ``required_options``."""
         parsed, extras = super().parse_known_args(args, namespace)
         missing = [
             option for dest, option in self.required_options if getattr(parsed, dest, None) is None
@@ -157,11 +157,11 @@ def report_missing_part(
 
     The one way every command refuses what it cannot run without an extra: the error's message
     says what is missing, for what, and the exact command that installs it
-    (:class:`~osworld_gym.errors.MissingExtraError`, built by :mod:`osworld_gym.extras`).
+    (``MissingExtraError``, built by ``osworld_gym.extras``).
 
     Args:
         prog: The program (and subcommand) named in the message.
-        error: The error (a :class:`~osworld_gym.errors.DependencyNotInstalled`).
+        error: The error (a ``DependencyNotInstalled``).
         log_level: The run's ``--log-level``: at ``DEBUG`` the traceback is logged as well.
         log: The logger of the command that ran.
     """
@@ -354,7 +354,7 @@ def add_output_dir(
         default: The folder when not given (None: required or decided by the command).
         help: What goes into the folder.
         old: Option names used before (``--result-dir``, ``-o``...), hidden from help.
-        required: The option must be given (checked after parsing by a :class:`Parser`, so
+        required: The option must be given (checked after parsing by a ``Parser``, so
             that an old name alone counts).
     """
     parser.add_argument("--output-dir", default=default, metavar="DIR", help=help)

@@ -6,7 +6,7 @@ names, so a pre-filled OSWorld cache folder works as it is; it also looks in a s
 files any task may use, and fails offline with an error naming the URL and the paths it tried.
 
 Files a task names by a host path instead (``upload_file`` sources, ``cloud_file`` references
-with ``local_path``) are no URL to fetch: :func:`resolve_local_path` finds them.
+with ``local_path``) are no URL to fetch: ``resolve_local_path()`` finds them.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class AssetCache:
 
     Attributes:
         root: Cache folder; per-task files go in ``root/<task_id>/``, shared ones in ``root``.
-        offline: Never download; a missing file is an :class:`AssetUnavailableError`.
+        offline: Never download; a missing file is an ``AssetUnavailableError``.
         timeout: Seconds per download attempt.
         tries: Download attempts before giving up.
     """

@@ -2,7 +2,7 @@
 
 The env only orchestrates: the provider launches and resets the desktop, the setup interpreter
 prepares the task, the guest client acts and observes, the evaluator scores. Episode rules
-(step limit, FAIL replacement, parse errors) are the pure functions of :mod:`.episode`.
+(step limit, FAIL replacement, parse errors) are the pure functions of ``.episode``.
 
 Failure channels are kept apart: a model output that does not parse is a no-op step reported in
 ``info["parse_error"]`` and the next observation's ``last_action_error``; a broken desktop ends
@@ -10,7 +10,7 @@ the episode with ``truncated=True`` and ``info["infra_error"]``, and the next ``
 relaunches it (bounded). ``step`` never raises for infrastructure faults. An episode that ran to
 its end but cannot be scored (a metric library not installed, a failed postconfig step) has no
 score rather than a zero: ``info["score"]`` is None and ``info["evaluation_error"]`` says why
-(see :meth:`OSWorldEnv._score`).
+(see ``OSWorldEnv._score()``).
 """
 
 from __future__ import annotations
@@ -107,15 +107,15 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
     Args:
         provider: ``"local"`` (default), a provider config, or a provider.
         tasks: A bundled suite name, an OSWorld folder or index JSON, a task file, task dicts,
-            or a loaded :class:`~osworld_gym.tasks.TaskSet`.
+            or a loaded ``TaskSet``.
         action_format: ``"uitars"``, ``"pyautogui"``, ``"computer_13"`` or ``"structured"``.
         max_steps: Step limit; the last allowed step still evaluates. Built by ``gym.make(...,
             max_episode_steps=N)``, the env takes N (the ``TimeLimit`` Gymnasium adds then ends
             the episode at the step the env scores); a different explicit ``max_steps`` is
-            refused (see :mod:`osworld_gym.registration`).
+            refused (see ``osworld_gym.registration``).
         screen_size: (width, height) of the desktop and of observed screenshots.
         hard: OSWorld-Hard mode: no FAIL replacement at the step limit.
-        config: Every other setting (see :class:`~osworld_gym.env_config.EnvConfig`);
+        config: Every other setting (see ``EnvConfig``);
             the keyword arguments above override its fields.
         render_mode: ``"rgb_array"`` or None.
     """
@@ -487,16 +487,16 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         """Evaluate the episode; return the last step's reward.
 
         An episode that cannot be scored gets no score, never a silent 0: a ``postconfig`` step
-        that failed (:class:`TaskSetupError`), an evaluator that cannot run
-        (:class:`EvaluatorError`), or a library a metric or getter needs that is not installed
-        (:class:`DependencyNotInstalled`, whose message names the ``pip install`` command).
+        that failed (``TaskSetupError``), an evaluator that cannot run
+        (``EvaluatorError``), or a library a metric or getter needs that is not installed
+        (``DependencyNotInstalled``, whose message names the ``pip install`` command).
         Then ``info["score"]`` is None and ``info["evaluation_error"]`` says why, and the reward
         is 0.0 because Gymnasium's ``step`` returns a float: callers that learn from rewards
         should drop such episodes (the pool's trajectories carry ``score=None``).
 
         The agent's own faults still score 0 as in OSWorld (a missing or unreadable output file
         makes its check 0), and a desktop that stops answering while being scored raises
-        :class:`GuestError` to ``step``: an infrastructure fault, not an evaluation error.
+        ``GuestError`` to ``step``: an infrastructure fault, not an evaluation error.
         """
         try:
             result = self._timed(timings, "evaluate", self._evaluate, last_action_fail)

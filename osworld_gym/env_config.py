@@ -1,4 +1,4 @@
-"""Settings of :class:`~osworld_gym.env.OSWorldEnv`, one frozen dataclass, documented per field."""
+"""Settings of ``OSWorldEnv``, one frozen dataclass, documented per field."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ class EnvConfig:
         evaluator_reference: Which OSWorld's evaluator code scores follow:
             ``"osworld-2026.04"`` (default: the code that goes with the task files) or
             ``"osworld-1.0.2"`` (desktop-env 1.0.2, to reproduce numbers of that era);
-            recorded in ``info`` and run summaries (:mod:`osworld_gym.evaluation.references`).
+            recorded in ``info`` and run summaries (``osworld_gym.evaluation.references``).
     """
 
     action_format: str = "uitars"

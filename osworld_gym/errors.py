@@ -1,6 +1,6 @@
 """The one exception hierarchy of osworld-gym.
 
-Every error raised on purpose by the library derives from :class:`OSWorldGymError`, so a caller
+Every error raised on purpose by the library derives from ``OSWorldGymError``, so a caller
 can catch the family with one clause and a specific failure with another. Errors are always
 raised ``from`` their cause, and their messages say what to do next.
 """
@@ -23,7 +23,7 @@ class DependencyNotInstalled(OSWorldGymError, ImportError):
 class MissingExtraError(DependencyNotInstalled):
     """Something to be run needs an extra of osworld-gym that is not installed: refused up front.
 
-    Raised before any desktop starts (:mod:`osworld_gym.extras`); ``osworld-gym`` reports it as
+    Raised before any desktop starts (``osworld_gym.extras``); ``osworld-gym`` reports it as
     one line and exit status 2.
 
     Attributes:
@@ -274,7 +274,7 @@ class ActionParseError(ActionError):
 
 
 class PoolError(OSWorldGymError):
-    """An :class:`~osworld_gym.pool.EnvPool` was used in a way its state does not allow."""
+    """An ``EnvPool`` was used in a way its state does not allow."""
 
 
 class AlreadyPendingCallError(PoolError):

@@ -3,13 +3,13 @@
 A plain ``pip install osworld-gym`` is the core; scoring office files needs the ``eval`` extra,
 driving Chrome the ``chrome`` extra, ``osworld-gym export`` the ``export`` extra, and so on
 (``docs/install.md``). Whatever needs a missing extra is refused before it starts, with
-:class:`~osworld_gym.errors.MissingExtraError` naming the extra and the exact command that
+``MissingExtraError`` naming the extra and the exact command that
 installs it for the interpreter running now (``/path/to/python -m pip install
 'osworld-gym[eval]'``: a bare ``pip`` may belong to another Python, an unactivated venv's, say).
 ``osworld-gym`` reports that error as one line and exit status 2.
 
-What code needs is read from the code itself (:func:`callable_needs`): optional libraries are
-imported lazily through a few helpers (:data:`NEED_MARKERS`, such as the metrics'
+What code needs is read from the code itself (``callable_needs()``): optional libraries are
+imported lazily through a few helpers (``NEED_MARKERS``, such as the metrics'
 ``require("openpyxl")``), so the calls to those helpers that a metric, getter or setup step can
 reach name every library it may import. Reading the source (not running it) keeps the check free
 of side effects, and it follows the code as it changes.
@@ -123,7 +123,7 @@ def install_command(*extras: str, torch_present: bool | None = None) -> str:
     """The exact command that installs extras of osworld-gym with this interpreter's pip.
 
     ``train`` puts the CPU torch first where no torch is installed (pip would pick a CUDA build);
-    ``gui`` adds pyautogui and mouseinfo without their dependencies (see :data:`GUI_NO_DEPS`).
+    ``gui`` adds pyautogui and mouseinfo without their dependencies (see ``GUI_NO_DEPS``).
 
     Args:
         *extras: Extra names, e.g. ``"eval"``.
@@ -171,7 +171,7 @@ def missing_needs(
 
     Args:
         needs: What is needed.
-        importable: Answers whether a module can be imported (:func:`is_importable`; a cached
+        importable: Answers whether a module can be imported (``is_importable()``; a cached
             one when many tasks are checked).
 
     Example:
@@ -318,7 +318,7 @@ def check_tasks(
         also: What else the run needs, by what needs it (``{"the docker provider": ...}``):
             refused in the same message.
         guest_python: The desktops run their commands with this interpreter
-            (:func:`runs_this_python`; see :func:`task_needs`).
+            (``runs_this_python()``; see ``task_needs()``).
 
     Raises:
         MissingExtraError: Naming each missing extra, what needs it (the tasks by count and
@@ -400,7 +400,7 @@ _NOT_FOLLOWED = frozenset(
 def callable_needs(target: Callable[..., Any]) -> frozenset[Need]:
     """The optional libraries a function may import, read from its source.
 
-    Every call to a helper of :data:`NEED_MARKERS` that ``target`` can reach counts: in its own
+    Every call to a helper of ``NEED_MARKERS`` that ``target`` can reach counts: in its own
     body, and in the osworld-gym functions, classes and tables (dicts and lists of functions)
     it names, followed through modules' attributes. What cannot be read (a builtin, code
     without source) needs nothing as far as this can tell.

@@ -10,9 +10,9 @@ says that the starting state here is not OSWorld's. An episode that cannot be sc
 evaluation or infrastructure error) is listed with its error, never counted as a 0.
 
 Each reset's first observation is compared with the screen once it stayed still for a second
-(:data:`REFERENCE_QUIET`): a first frame that differs was taken before the task's setup had
+(``REFERENCE_QUIET``): a first frame that differs was taken before the task's setup had
 settled (a black window, a splash screen). Differences confined to a text caret, the pointer or
-the top bar's clock are not counted (:func:`frame_difference`).
+the top bar's clock are not counted (``frame_difference()``).
 """
 
 from __future__ import annotations
@@ -130,9 +130,9 @@ class FidelityReport:
 def frame_difference(first: np.ndarray, settled: np.ndarray) -> str | None:
     """What differs between a first frame and the settled screen; None when nothing counts.
 
-    Not counted: differences only in the top :data:`TOP_BAR_ROWS` rows (the clock), or in at
-    most two separate spots, each no larger than a caret (:data:`CARET_BOX`) or the pointer
-    (:data:`POINTER_BOX`): a caret's blink and the pointer's shape, which can change at once.
+    Not counted: differences only in the top ``TOP_BAR_ROWS`` rows (the clock), or in at
+    most two separate spots, each no larger than a caret (``CARET_BOX``) or the pointer
+    (``POINTER_BOX``): a caret's blink and the pointer's shape, which can change at once.
     """
     if first.shape != settled.shape:
         return f"the frame is {first.shape[:2]}, the screen {settled.shape[:2]} (height, width)"
@@ -189,11 +189,11 @@ def check_tasks(
     progress: Callable[[str], None] | None = None,
     first_frame: Callable[[Any, np.ndarray], None] | None = None,
 ) -> list[TaskFidelity]:
-    """Play each task's empty episodes on ``env`` (an :class:`~osworld_gym.env.OSWorldEnv`).
+    """Play each task's empty episodes on ``env`` (an ``OSWorldEnv``).
 
     Args:
         env: The env; its tasks include ``tasks``; structured actions.
-        tasks: The tasks (:class:`~osworld_gym.tasks.Task`) to check, in order.
+        tasks: The tasks (``Task``) to check, in order.
         passes: Each task's DONE and FAIL episodes are played this many times (the scores are
             the first pass's; every reset's first frame is checked).
         progress: Called with a line per task once checked.
@@ -307,7 +307,7 @@ def format_fidelity_report(report: FidelityReport) -> str:
 
 
 def runnable_tasks(report: Any, tasks: Iterable[Any]) -> tuple[list[Any], list[tuple[str, str]]]:
-    """Split ``tasks`` by a :class:`~osworld_gym.runnable.RunnableReport`.
+    """Split ``tasks`` by a ``RunnableReport``.
 
     Returns:
         The tasks runnable here offline, and the others' ids with the reason.

@@ -8,9 +8,9 @@ The step limit belongs to the env, which must score the episode at its last step
 ``max_episode_steps`` (``gym.make`` adds no ``TimeLimit`` of its own), the env's ``spec`` reports
 its own limit (``env.spec.max_episode_steps == 15``), and ``gym.make(id,
 max_episode_steps=N)``, what generic runners pass, makes N the env's limit
-(:func:`time_limit_of_make`): the episode ends at step N, scored, and Gymnasium's ``TimeLimit(N)``
+(``time_limit_of_make()``): the episode ends at step N, scored, and Gymnasium's ``TimeLimit(N)``
 around it truncates at that same step. ``gym.make_vec(id, num_envs=n)`` builds the pool's vector
-env (the ids' ``vector_entry_point``, :func:`osworld_gym.pool.vector.make_vector_env`).
+env (the ids' ``vector_entry_point``, ``osworld_gym.pool.vector.make_vector_env()``).
 
 ``gym.make`` does not wrap the env in Gymnasium's ``PassiveEnvChecker``: in Gymnasium 1.4 a
 first ``reset`` that raises (an unknown task id, a desktop that will not start) leaves that
@@ -21,7 +21,7 @@ wrapper.
 
 Each id's kwargs spell out the env's defaults (provider, tasks, dialect, step limit, screen),
 so ``gym.spec("OSWorld-v0").pprint()`` and ``env.spec`` show what a plain ``gym.make`` runs and
-which names to override; a test keeps them equal to :class:`~osworld_gym.env.OSWorldEnv`'s.
+which names to override; a test keeps them equal to ``OSWorldEnv``'s.
 """
 
 from __future__ import annotations

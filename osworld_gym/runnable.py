@@ -1,8 +1,8 @@
 """Which tasks can run on a given provider here, and the one-line reason for each that cannot.
 
-A task is *runnable* on a provider when the package supports it (:mod:`osworld_gym.support`),
+A task is *runnable* on a provider when the package supports it (``osworld_gym.support``),
 it needs no Google account and no proxy, and the provider's desktops have every command it needs
-(:mod:`osworld_gym.tasks.requirements`, :mod:`osworld_gym.providers.command_probe`). It is
+(``osworld_gym.tasks.requirements``, ``osworld_gym.providers.command_probe``). It is
 runnable *offline* when, besides, all its assets are in the asset cache (``osworld-gym tasks
 fetch`` fills it) and it loads no live web page. Where a provider's apps cannot be asked, the
 verdict is ``unknown`` rather than a guess.
@@ -55,7 +55,7 @@ class TaskRunnability:
     Attributes:
         task_id: The task.
         domain: Its domain.
-        verdict: See :data:`Verdict`.
+        verdict: See ``Verdict``.
         reason: The one-line reason when not ``runnable`` (None when it is).
         supported: The package supports its steps, getters and metrics.
         lacks: What the package lacks for it (empty when supported).
@@ -271,7 +271,7 @@ def runnable_report(
 ) -> RunnableReport:
     """Probe once for every command the tasks need, then judge each task.
 
-    ``session``: a local desktop's session (see :func:`task_runnability`).
+    ``session``: a local desktop's session (see ``task_runnability()``).
     """
     tasks = list(tasks)
     requirements = [task_requirements(t) for t in tasks]

@@ -77,7 +77,7 @@ def task_support(task: Task, reference: str = DEFAULT_REFERENCE) -> TaskSupport:
     Args:
         task: The task.
         reference: The evaluator reference it would be scored under
-            (:mod:`osworld_gym.evaluation.references`): a metric or getter that reference's
+            (``osworld_gym.evaluation.references``): a metric or getter that reference's
             code lacks is a lack, an option it ignores a warning.
     """
     needs = task.needs
@@ -117,7 +117,7 @@ def _lack(kind: str, name: str, implemented: Iterable[str], reference: str) -> s
 
 
 def support_report(tasks: Iterable[Task], reference: str = DEFAULT_REFERENCE) -> list[TaskSupport]:
-    """:func:`task_support` for every task, in order."""
+    """``task_support()`` for every task, in order."""
     return [task_support(task, reference) for task in tasks]
 
 

@@ -2,18 +2,18 @@
 
 Each step type of OSWorld's SetupController (``docs/design/task-format.md#setup-steps``) maps to
 guest calls with a success condition and bounded retries. Unlike OSWorld, failures are reported
-rather than logged and forgotten: a step that cannot succeed raises :class:`TaskSetupError`
+rather than logged and forgotten: a step that cannot succeed raises ``TaskSetupError``
 naming the step (or, when the guest itself keeps failing, the guest's error, which callers treat
 as an infrastructure fault), and softer problems (a window to activate that is not there, which
-OSWorld ignores) are kept as warnings in the returned :class:`SetupReport`.
+OSWorld ignores) are kept as warnings in the returned ``SetupReport``.
 
-Errors or warnings, the rule: a step fails the task (:class:`TaskSetupError`; the env's
+Errors or warnings, the rule: a step fails the task (``TaskSetupError``; the env's
 ``reset`` raises it, ``osworld-gym run`` records the task as an error, never as a 0) when the task
 cannot be valid without it: a ``download`` whose file cannot be had (not cached offline, or the
 download failed), an ``upload_file`` whose local file is missing, a ``launch`` of a program the
 desktop lacks, a step the guest refuses (HTTP 4xx: an ``open`` of a missing file), an unknown or
 unimplemented step type, malformed parameters, and a browser that never answers for the Chrome
-steps (a library a step needs that is not installed raises :class:`DependencyNotInstalled`, with
+steps (a library a step needs that is not installed raises ``DependencyNotInstalled``, with
 the ``pip install`` command). A step OSWorld lets fail without stopping is a warning
 (``info["setup_warnings"]`` after ``reset``), because OSWorld's own scores were made with those
 tasks started that way: an ``execute`` that exits non-zero (many run ``pkill`` and the like, which
@@ -142,7 +142,7 @@ class SetupReport:
 def steps_needs(steps: Iterable[Any]) -> frozenset[Need]:
     """The optional libraries setup steps may import (Playwright for the Chrome steps...).
 
-    Read from the code of each step's type (:func:`osworld_gym.extras.callable_needs`); a
+    Read from the code of each step's type (``osworld_gym.extras.callable_needs()``); a
     malformed or unknown step needs nothing here (running it fails with its own error).
     """
     needs: set[Need] = set()

@@ -3,7 +3,7 @@
 The env observes a ``Dict`` (screenshot, instruction, last action's error, optionally the
 accessibility tree). Gymnasium's image wrappers (``ResizeObservation``,
 ``GrayscaleObservation``, ``FrameStackObservation``...) take a ``Box`` image:
-:class:`ScreenshotObservation` gives them the screenshot and moves the text parts into
+``ScreenshotObservation`` gives them the screenshot and moves the text parts into
 ``info``, so nothing the agent is told is lost.
 
 Example:

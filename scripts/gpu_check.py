@@ -11,11 +11,11 @@ status 0 only when nothing failed:
 
  1. Builds the tiny Qwen2.5-VL (head dimension 64, lm_head scaled so greedy decisions are not
     near-ties) or takes ``--model``.
- 2. Starts :class:`VLLMEngine` (bf16, sleep mode on, eager) before the trainer model fills the
+ 2. Starts ``VLLMEngine`` (bf16, sleep mode on, eager) before the trainer model fills the
     GPU, then loads the same weights with transformers on the GPU (tiny: fp32 compute on the
     bf16-rounded weights vLLM holds; ``--model``: bf16).
  3. Checks both engines render identical prompt ids, vLLM's parameter names equal
-    :func:`vllm_parameter_name` of the trainer's state dict, and vLLM expands each image to the
+    ``vllm_parameter_name()`` of the trainer's state dict, and vLLM expands each image to the
     encoder's token count.
  4. Generates for four conversations (1 image, 2 images, none, and a second turn holding two
     more screenshots after a spliced sampled assistant turn): greedy ids equal the transformers

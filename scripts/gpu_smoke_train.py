@@ -5,7 +5,7 @@ Run it through ``scripts/gpu_check.sh train`` (which sets up vLLM 0.33), on one 
     bash scripts/gpu_check.sh train                      # ~5 min on an H200 (an estimate)
     bash scripts/gpu_check.sh train --iterations 3 --eager
 
-What it runs: :func:`osworld_agents.trainer.train.main` itself with the ``paper`` preset's
+What it runs: ``osworld_agents.trainer.train.main()`` itself with the ``paper`` preset's
 settings -- bf16, a 1920x1080 screen at ARPO's ``min/max_pixels``, ``max_new_tokens`` 8192,
 gradient checkpointing, PPO with ARPO's clip range -- and ``rollout_engine="vllm"`` plus
 ``fsdp=True`` (FSDP2 in a world of one); only the counts shrink (``--tasks`` x ``--rollouts``
@@ -13,7 +13,7 @@ episodes of at most ``--max-steps`` steps, ``--iterations`` iterations). The pol
 Qwen2.5-VL built offline (head dimension 64, as ``gpu_check.py`` builds it; no real VLM can be
 fetched on the bare GPU machine), sampled at full length: an untrained policy rarely emits an
 end-of-turn, so most responses run the whole 8,192 tokens. The desktops are
-:class:`RenderedDesktopEnv`, in process (the GPU machine has no Xvfb): PIL-drawn 1920x1080
+``RenderedDesktopEnv``, in process (the GPU machine has no Xvfb): PIL-drawn 1920x1080
 screenshots of a desktop with a dialog, an instruction to click its button, a score of 1 for a
 click inside it -- and, so that an untrained policy's GRPO groups carry signal, for a response
 whose length is a multiple of 3 (a stand-in reward, as the trainer tests' fake env has).

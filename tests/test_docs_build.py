@@ -140,3 +140,27 @@ def test_no_reference_points_outside_the_repository() -> None:
         if stale.search(line)
     ]
     assert not found, f"references to documents outside the repository: {found}"
+
+
+# A Sphinx role (":class:`X`"): MkDocs shows it as typed, and so does --help.
+_SPHINX_ROLE = re.compile(r":(?:py:)?(?:class|meth|func|attr|mod|data|exc|obj|const|ref|doc):`")
+
+
+def test_the_built_site_shows_no_sphinx_role(site: Path) -> None:
+    found = [
+        str(page.relative_to(site))
+        for page in site.rglob("*.html")
+        if _SPHINX_ROLE.search(html.unescape(page.read_text(encoding="utf-8")))
+    ]
+    assert not found, f"Sphinx roles shown as text in: {found}"
+
+
+def test_docstrings_use_markdown_not_sphinx_roles() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for root in ("osworld_gym", "agents", "envs", "scripts", "benchmarks", "examples")
+        for path in (ROOT / root).rglob("*.py")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if _SPHINX_ROLE.search(line)
+    ]
+    assert not found, f"Sphinx roles (write ``name`` or a Markdown link instead): {found}"

@@ -1,11 +1,11 @@
 """The ARPO algorithm core: rewards, GRPO advantages, the clipped policy loss, replay, selection.
 
-* :mod:`~osworld_agents.arpo.rewards` -- trajectory reward = score + 0.5 * format reward.
-* :mod:`~osworld_agents.arpo.advantages` -- GRPO advantages per task group (torch).
-* :mod:`~osworld_agents.arpo.loss` -- clip-higher, dual-clip PPO loss; micro-batch-exact
+* ``rewards`` -- trajectory reward = score + 0.5 * format reward.
+* ``advantages`` -- GRPO advantages per task group (torch).
+* ``loss`` -- clip-higher, dual-clip PPO loss; micro-batch-exact
   aggregation (torch).
-* :mod:`~osworld_agents.arpo.replay` -- the bounded, switchable success replay buffer.
-* :mod:`~osworld_agents.arpo.selection` -- task selection from a baseline pass and per-task
+* ``replay`` -- the bounded, switchable success replay buffer.
+* ``selection`` -- task selection from a baseline pass and per-task
   rollout counts.
 
 The torch-based names are imported on first access, so the replay buffer and task selection

@@ -55,7 +55,7 @@ def grpo_advantages(
 
     Args:
         rewards: ``[B]`` scalar rewards, one per trajectory.
-        group_ids: ``[B]`` group of each trajectory (the task id); see :func:`group_index`.
+        group_ids: ``[B]`` group of each trajectory (the task id); see ``group_index()``.
         eps: Added to the group std in the denominator.
         norm_by_std: Divide by ``std_g + eps``; False gives mean-centred rewards only (Dr. GRPO
             style), which does not up-weight groups whose rewards barely differ.

@@ -23,10 +23,10 @@ their gradients) gives exactly the full-batch loss:
 **Stale rollouts** (DART-GUI's decoupled mode): when the episodes were sampled by an older
 policy than the one PPO's old log-probs come from, each token's loss is also multiplied by the
 truncated importance weight ``w = min(1, exp(old_logp - rollout_logp))`` (no gradient through
-it; :func:`truncated_importance_weights`): tokens the sampler favoured more than the trainer's
+it; ``truncated_importance_weights()``): tokens the sampler favoured more than the trainer's
 old policy count less, and no token counts more than once.
 
-Count the normaliser with :func:`loss_normalizer` on every micro-batch of the step, sum the
+Count the normaliser with ``loss_normalizer()`` on every micro-batch of the step, sum the
 counts (and all-reduce them across data-parallel ranks). If the data-parallel backend *averages*
 gradients over ``R`` ranks (DDP, FSDP), pass ``global_count / R`` so the average restores the
 sum.
@@ -63,7 +63,7 @@ already clipped (or dual-clipped), so the bound changes no gradient that PPO wou
 """
 
 KL_CLAMP = 10.0
-"""Upper bound on the per-token k3 KL value, for the same reason as :data:`LOG_RATIO_CLAMP`."""
+"""Upper bound on the per-token k3 KL value, for the same reason as ``LOG_RATIO_CLAMP``."""
 
 
 class TokenLoss(NamedTuple):
@@ -86,7 +86,7 @@ class TokenLoss(NamedTuple):
 
 @dataclass(frozen=True)
 class PolicyLossOutput:
-    """What :func:`policy_loss` returns.
+    """What ``policy_loss()`` returns.
 
     Attributes:
         loss: Scalar to back-propagate: this micro-batch's share of the optimizer-step loss.
@@ -136,7 +136,7 @@ def clipped_policy_loss(
         clip_low: ``eps_low``.
         clip_high: ``eps_high``.
         dual_clip: ``c``; must exceed 1 so the dual clip sits above the ordinary clip.
-        log_ratio_clamp: Bound on ``|logp - old_logp|`` (see :data:`LOG_RATIO_CLAMP`).
+        log_ratio_clamp: Bound on ``|logp - old_logp|`` (see ``LOG_RATIO_CLAMP``).
 
     Returns:
         The per-token loss and clip indicators; masking and aggregation are up to the caller.
@@ -213,7 +213,7 @@ def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     """Per-token k3 estimate of KL(pi || pi_ref), always >= 0.
 
     ``k3 = exp(ref - logp) - (ref - logp) - 1`` (Schulman's low-variance unbiased estimator on
-    samples from pi), with the log-ratio and the result bounded as in :data:`LOG_RATIO_CLAMP`.
+    samples from pi), with the log-ratio and the result bounded as in ``LOG_RATIO_CLAMP``.
 
     Args:
         logp: ``[B, T]`` log-probs under the trained policy.
@@ -258,7 +258,7 @@ def aggregate_loss(
         token_loss: ``[B, T]`` per-token loss.
         mask: ``[B, T]`` 1 for loss tokens, 0 elsewhere (bool or float).
         mode: ``"seq-mean-token-mean"`` or ``"token-mean"`` (module docstring).
-        normalizer: The optimizer-step count (see :func:`loss_normalizer`); None counts this
+        normalizer: The optimizer-step count (see ``loss_normalizer()``); None counts this
             micro-batch alone, i.e. treats it as the whole batch. Clamped to at least 1 so an
             all-masked batch gives 0 rather than NaN.
 
@@ -309,14 +309,14 @@ def policy_loss(
         advantages: ``[B]`` or ``[B, T]``.
         mask: ``[B, T]`` loss mask (1 on the policy's own tokens).
         mode: Aggregation mode (module docstring).
-        normalizer: Optimizer-step count (:func:`loss_normalizer`); None = this micro-batch.
+        normalizer: Optimizer-step count (``loss_normalizer()``); None = this micro-batch.
         clip_low: ``eps_low``.
         clip_high: ``eps_high``.
         dual_clip: ``c``.
         ref_logp: ``[B, T]`` reference-policy log-probs; needed when ``kl_coef > 0``.
         kl_coef: Weight of the k3 KL penalty added per token (0 = off, as in ARPO).
         rollout_logp: ``[B, T]`` log-probs the rollouts were sampled with: weights every
-            token's policy loss by :func:`truncated_importance_weights` (stale rollouts;
+            token's policy loss by ``truncated_importance_weights()`` (stale rollouts;
             None: no weighting). Adds ``losses/is_weight_mean`` and ``losses/is_truncated_frac``.
         is_cap: The importance weights' truncation.
 

@@ -102,7 +102,7 @@ class ReplayConfig:
 
 @dataclasses.dataclass(frozen=True)
 class Injection:
-    """The outcome of :meth:`ReplayBuffer.inject` for one group.
+    """The outcome of ``ReplayBuffer.inject()`` for one group.
 
     Attributes:
         group: The group to train on: a new group if a success was injected, else the input.
@@ -207,7 +207,7 @@ class ReplayBuffer:
     """Per-task FIFO of successful episodes with a byte budget (module docstring).
 
     Args:
-        config: The policy; None uses :class:`ReplayConfig` defaults.
+        config: The policy; None uses ``ReplayConfig`` defaults.
         seed: Seed of the buffer's own ``random.Random``, which makes draws reproducible
             regardless of what else consumes randomness. Ignored when ``rng`` is given.
         rng: An RNG to own instead (its state is saved and restored with the buffer).
@@ -460,10 +460,10 @@ class ReplayBuffer:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore a :meth:`state_dict`; the current config's limits then apply.
+        """Restore a ``state_dict()``; the current config's limits then apply.
 
         Args:
-            state: From :meth:`state_dict` (possibly of a buffer with another config).
+            state: From ``state_dict()`` (possibly of a buffer with another config).
 
         Raises:
             ValueError: If ``state`` is not a replay-buffer state of a known version.
@@ -491,7 +491,7 @@ class ReplayBuffer:
         self._enforce_limits()
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write :meth:`state_dict` to ``path`` (pickle), atomically.
+        """Write ``state_dict()`` to ``path`` (pickle), atomically.
 
         Args:
             path: The file; written through a temporary file in the same folder and renamed,
@@ -509,7 +509,7 @@ class ReplayBuffer:
         logger.info("replay: saved %d entries (%d bytes) to %s", len(self), self._bytes, path)
 
     def load(self, path: str | os.PathLike[str]) -> None:
-        """Restore a buffer written by :meth:`save`. Unpickles: trusted files only.
+        """Restore a buffer written by ``save()``. Unpickles: trusted files only.
 
         Args:
             path: The file.

@@ -5,9 +5,9 @@ ARPO scores a whole trajectory once: ``reward = score + 0.5 * format_reward`` wh
 is sparse (no per-step shaping, no discount).
 
 An episode the evaluator never scored (``score is None``: the reset failed or an infrastructure
-fault cut it) has no meaningful reward. :func:`trajectory_reward` still returns a number for it
+fault cut it) has no meaningful reward. ``trajectory_reward()`` still returns a number for it
 (the score counts as 0.0) so that code which must fill a tensor never meets ``None``, but such
-episodes say nothing about the policy: callers should drop them with :func:`is_trainable`
+episodes say nothing about the policy: callers should drop them with ``is_trainable()``
 before grouping, as the collector already re-runs infrastructure-cut attempts.
 """
 
@@ -79,7 +79,7 @@ def trajectory_reward(
         trajectory: The episode.
         format_coef: Weight on the format term (ARPO: 0.5; 0 turns it off).
         format_penalty: Format reward of an unparsable response (ARPO: -1).
-        last_step_only: See :func:`format_reward`.
+        last_step_only: See ``format_reward()``.
         missing_score: Score used when the episode was never scored.
 
     Returns:
@@ -121,14 +121,14 @@ def trajectory_rewards(
     last_step_only: bool = True,
     missing_score: float = MISSING_SCORE,
 ) -> list[float]:
-    """:func:`trajectory_reward` of each episode, in order.
+    """``trajectory_reward()`` of each episode, in order.
 
     Args:
         trajectories: The episodes.
-        format_coef: See :func:`trajectory_reward`.
-        format_penalty: See :func:`trajectory_reward`.
-        last_step_only: See :func:`format_reward`.
-        missing_score: See :func:`trajectory_reward`.
+        format_coef: See ``trajectory_reward()``.
+        format_penalty: See ``trajectory_reward()``.
+        last_step_only: See ``format_reward()``.
+        missing_score: See ``trajectory_reward()``.
 
     Returns:
         One reward per episode.

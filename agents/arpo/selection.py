@@ -80,15 +80,15 @@ class TaskStats:
 
 @dataclasses.dataclass(frozen=True)
 class TaskSelection:
-    """The outcome of :func:`select_tasks`.
+    """The outcome of ``select_tasks()``.
 
     Attributes:
         rule: The rule applied.
         stats: Per-task baseline outcome, in input order.
-        decisions: Per task, :data:`SELECTED` or why it was not.
+        decisions: Per task, ``SELECTED`` or why it was not.
         exclude_predicate: Name of the exclusion predicate, if one was used.
         excluded: The tasks dropped whatever their scores, with the reason
-            (:data:`INFEASIBLE_TASK` or :data:`EXCLUDED`); a subset of ``decisions``.
+            (``INFEASIBLE_TASK`` or ``EXCLUDED``); a subset of ``decisions``.
         infeasible: The infeasible tasks among the inputs, excluded or not.
         include_infeasible: Whether infeasible tasks were left to the rule.
     """
@@ -156,10 +156,10 @@ def select_tasks(
 
     Args:
         baseline: Task id -> the scores of its k baseline rollouts.
-        rule: The rule; None uses ARPO's (:class:`SelectionRule` defaults).
+        rule: The rule; None uses ARPO's (``SelectionRule`` defaults).
         exclude: Predicate on task ids that drops a task regardless of its scores.
         infeasible: The ids of the infeasible tasks (e.g. ``TaskSet.filter(infeasible=True)``).
-            They are excluded (:data:`INFEASIBLE_TASK`) whatever their scores, as ARPO's list
+            They are excluded (``INFEASIBLE_TASK``) whatever their scores, as ARPO's list
             leaves them out; those absent from ``baseline`` (not rolled out, to save the
             pass) are recorded with no rollout.
         include_infeasible: Let the rule decide infeasible tasks like the others (those absent
@@ -201,7 +201,7 @@ def save_selection(selection: TaskSelection, path: str | os.PathLike[str]) -> No
     """Write a selection as JSON: the rule, k, the selected ids and every task's record.
 
     Args:
-        selection: From :func:`select_tasks`.
+        selection: From ``select_tasks()``.
         path: The file to write.
     """
     document: dict[str, Any] = {
@@ -228,7 +228,7 @@ def save_selection(selection: TaskSelection, path: str | os.PathLike[str]) -> No
 
 
 def load_selection(path: str | os.PathLike[str]) -> TaskSelection:
-    """Read a file written by :func:`save_selection`.
+    """Read a file written by ``save_selection()``.
 
     Raises:
         ValueError: If the file is not a task selection of a known version.
@@ -286,13 +286,13 @@ def rollout_count(rate: float | None, *, min_n: int, max_n: int, power: float = 
 def rollout_counts(
     rates: Mapping[str, float | None], *, min_n: int, max_n: int, power: float = 1.0
 ) -> dict[str, int]:
-    """:func:`rollout_count` for every task (e.g. ``{t: s.rate for t, s in stats.items()}``).
+    """``rollout_count()`` for every task (e.g. ``{t: s.rate for t, s in stats.items()}``).
 
     Args:
         rates: Task id -> success rate (None if unknown).
-        min_n: See :func:`rollout_count`.
-        max_n: See :func:`rollout_count`.
-        power: See :func:`rollout_count`.
+        min_n: See ``rollout_count()``.
+        max_n: See ``rollout_count()``.
+        power: See ``rollout_count()``.
 
     Returns:
         Task id -> rollouts.

@@ -1,8 +1,8 @@
 """Rollout engines: batched generation over chat conversations with images.
 
-* :mod:`.conversation` -- the engine-neutral conversation an agent builds (text, images, and
+* ``.conversation`` -- the engine-neutral conversation an agent builds (text, images, and
   assistant turns carrying the token ids they were sampled as).
-* :mod:`.base` -- :class:`RolloutEngine`, :class:`SamplingParams`, :class:`Generation`.
+* ``.base`` -- ``RolloutEngine``, ``SamplingParams``, ``Generation``.
 """
 
 from __future__ import annotations

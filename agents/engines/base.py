@@ -77,7 +77,7 @@ class RolloutEngine(Protocol):
     ) -> list[Generation]:
         """One completion per conversation, in order.
 
-        ``seeds`` (optional for implementations; :class:`~osworld_agents.uitars.UITARSAgent`
+        ``seeds`` (optional for implementations; ``UITARSAgent``
         checks for the keyword) gives each conversation its own sampling seed, overriding
         ``params.seed``: a completion then depends on its conversation, its seed and the
         weights, not on the rest of the batch, so seeded requests can share one call.

@@ -1,4 +1,4 @@
-r"""Turn a :class:`Conversation` into Qwen2.5-VL-family model inputs, token by token.
+r"""Turn a ``Conversation`` into Qwen2.5-VL-family model inputs, token by token.
 
 One renderer serves generation and training, so a prompt the policy sampled from is, token for
 token, the prefix of the training sequence that scores the sample:
@@ -13,7 +13,7 @@ token, the prefix of the training sequence that scores the sample:
 
 Text between two special tokens is tokenized as one piece, exactly as the tokenizer cuts the
 rendered string, so ``tokenizer.encode(rendered_text)`` gives the same ids with one
-``<|image_pad|>`` per image (see :meth:`EncodedChat.collapsed_input_ids`, the form vLLM expects).
+``<|image_pad|>`` per image (see ``EncodedChat.collapsed_input_ids()``, the form vLLM expects).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class EncodedChat:
 
 @dataclass(frozen=True)
 class ChatBatch:
-    """Several :class:`EncodedChat` padded to one length (left padding).
+    """Several ``EncodedChat`` padded to one length (left padding).
 
     Attributes:
         input_ids: ``(B, L)`` int64.

@@ -1,9 +1,9 @@
 """A rollout engine over a transformers Qwen2.5-VL model, and the trainer-side log-probabilities.
 
-:class:`TransformersEngine` samples with ``model.generate`` on CPU or GPU and returns, for every
-sampled token, its log-probability under the sampling temperature. :func:`sequence_logprobs`
+``TransformersEngine`` samples with ``model.generate`` on CPU or GPU and returns, for every
+sampled token, its log-probability under the sampling temperature. ``sequence_logprobs()``
 recomputes the same numbers with one forward pass over a training sequence built by
-:class:`~osworld_agents.engines.chat_encoding.QwenChatEncoder`, differentiably: the PPO ratio is
+``QwenChatEncoder``, differentiably: the PPO ratio is
 their quotient, so the two must agree to float precision (fp32, tiny model: 5e-7).
 
 Both score tokens with ``log_softmax(logits / temperature)`` after removing the vision
@@ -14,7 +14,7 @@ quotient depend on sampling knobs); keep ``top_p=1, top_k=0`` for RL rollouts so
 are exactly the sampling distribution's.
 
 Sampling is per row: every conversation of a call draws from its own seed
-(:class:`~osworld_agents.engines.seeded_sampling.PerRowSeededSampler`), so seeded requests -- the
+(``PerRowSeededSampler``), so seeded requests -- the
 trainer's reproducible rollouts -- share one batched ``generate`` instead of one call each.
 """
 
@@ -69,7 +69,7 @@ def sequence_logprobs(model: Any, batch: ChatBatch, temperature: float = 1.0) ->
     Args:
         model: A ``Qwen2_5_VLForConditionalGeneration`` (or a wrapper exposing ``.config``,
             ``.model.get_rope_index`` and the same ``forward``).
-        batch: From :meth:`QwenChatEncoder.collate` of :meth:`QwenChatEncoder.encode_episode`
+        batch: From ``QwenChatEncoder.collate()`` of ``QwenChatEncoder.encode_episode()``
             outputs; moved to the model's device here.
         temperature: The sampling temperature of the rollouts (> 0).
 
@@ -110,9 +110,9 @@ def sequence_logprobs(model: Any, batch: ChatBatch, temperature: float = 1.0) ->
 
 
 class TransformersEngine:
-    """:class:`~osworld_agents.engines.base.RolloutEngine` over a transformers Qwen2.5-VL model.
+    """``RolloutEngine`` over a transformers Qwen2.5-VL model.
 
-    Conversations are encoded with :class:`QwenChatEncoder`, sorted by length, padded on the left
+    Conversations are encoded with ``QwenChatEncoder``, sorted by length, padded on the left
     and generated ``max_batch_size`` at a time: rows with different image counts (or none)
     batch together, since left padding plus ``mm_token_type_ids`` gives every row the same 3-D
     positions it has alone.
@@ -122,8 +122,8 @@ class TransformersEngine:
     checkpointing) and back afterwards.
 
     **Weights.** The engine may hold the trainer's own model object: updates are then visible at
-    once, and :meth:`update_weights` only bumps :attr:`weight_version`. With a separate copy,
-    :meth:`update_weights` copies the tensors in.
+    once, and ``update_weights()`` only bumps ``weight_version``. With a separate copy,
+    ``update_weights()`` copies the tensors in.
 
     Args:
         model: A ``Qwen2_5_VLForConditionalGeneration``.
@@ -165,7 +165,7 @@ class TransformersEngine:
         device: Any = "cpu",
         **kwargs: Any,
     ) -> TransformersEngine:
-        """Load a model with :func:`~osworld_agents.models.loading.load_policy_model`.
+        """Load a model with ``load_policy_model()``.
 
         Args:
             path_or_hub_id: A folder or hub id.
@@ -228,10 +228,10 @@ class TransformersEngine:
             weights: ``(name, tensor)`` pairs or a state dict, with the model's own names
                 (``model.language_model...``, ``model.visual...``, ``lm_head.weight``). Tensors
                 that already are the model's (a shared model) are skipped.
-            version: The new :attr:`weight_version` (default: the current one + 1), reported in
-                every :class:`Generation`'s ``extra``.
+            version: The new ``weight_version`` (default: the current one + 1), reported in
+                every ``Generation``'s ``extra``.
 
-        The whole update holds the engine's lock, so a concurrent :meth:`generate` (another
+        The whole update holds the engine's lock, so a concurrent ``generate()`` (another
         thread) sees either the old weights or the new ones, never a mix.
 
         Raises:
@@ -255,7 +255,7 @@ class TransformersEngine:
             self.weight_version = self.weight_version + 1 if version is None else version
 
     def load_state_dict(self, state_dict: Mapping[str, torch.Tensor]) -> None:
-        """:meth:`update_weights` with a state dict."""
+        """``update_weights()`` with a state dict."""
         self.update_weights(state_dict)
 
     def reseed(self, seed: int) -> None:

@@ -7,7 +7,7 @@ token-exactly.
 
 Requests of a batch run concurrently on a bounded thread pool. Connection failures, 429 and 5xx
 answers are retried with exponential back-off; every other failure raises at once a subclass of
-:class:`OpenAIEngineError` naming the URL, the HTTP status and what the server said.
+``OpenAIEngineError`` naming the URL, the HTTP status and what the server said.
 
 vLLM fills request fields left out from the model's ``generation_config.json``; this engine
 sends temperature, top_p, max_tokens and (when set) top_k and seed explicitly. Pass
@@ -380,7 +380,7 @@ def _retry_after(response: requests.Response) -> float | None:
 
 
 def _parse_completion(payload: Any, url: str) -> Generation:
-    """Read the first choice of a chat completion into a :class:`Generation`."""
+    """Read the first choice of a chat completion into a ``Generation``."""
 
     def bad(what: str) -> OpenAIResponseError:
         excerpt = repr(payload)[:_BODY_EXCERPT]

@@ -1,7 +1,7 @@
 """Sampling with one seed per batch row, for ``model.generate``.
 
 transformers samples a batch with one ``torch.multinomial`` call on the global generator, so what
-a row samples depends on every other row of the batch. :class:`PerRowSeededSampler` samples each
+a row samples depends on every other row of the batch. ``PerRowSeededSampler`` samples each
 row from its own generator instead, by the Gumbel-max trick: with ``G`` i.i.d. Gumbel(0, 1)
 noise, ``argmax(logits / T + G)`` is distributed as ``softmax(logits / T)``. Used as the last
 logits processor of a *greedy* ``generate`` call, it makes greedy decoding sample exactly the

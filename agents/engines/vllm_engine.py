@@ -1,12 +1,12 @@
 """A rollout engine over vLLM 0.33 (``vllm.LLM`` in this process), weights pushed by a trainer.
 
-:class:`VLLMEngine` is the GPU counterpart of
-:class:`~osworld_agents.engines.hf.TransformersEngine`, with the same behaviour:
+``VLLMEngine`` is the GPU counterpart of
+``TransformersEngine``, with the same behaviour:
 
 * **Prompts are token ids.** Each conversation is rendered by
-  :class:`~osworld_agents.engines.chat_encoding.QwenChatEncoder`, exactly as for the transformers
+  ``QwenChatEncoder``, exactly as for the transformers
   engine and the trainer (sampled assistant turns spliced as their ids), and sent as
-  :meth:`~osworld_agents.engines.chat_encoding.EncodedChat.collapsed_input_ids` (one
+  ``collapsed_input_ids()`` (one
   ``<|image_pad|>`` per image, which vLLM expands itself) with the images as PIL images in the
   same order. vLLM's chat template is never used, so it cannot drift from the trainer's.
 * **Outputs** are the sampled ids with the end-of-turn token, the log-probability of every sampled
@@ -21,7 +21,7 @@
 * **Seeds.** Each request gets its own seed (the ``seeds`` given, or the call's seed + its
   index), so a call's samples depend neither on batch composition nor on the global RNG state.
 
-**Weights.** :meth:`VLLMEngine.update_weights` pushes ``(name, tensor)`` pairs or a state dict
+**Weights.** ``VLLMEngine.update_weights()`` pushes ``(name, tensor)`` pairs or a state dict
 with the trainer's Hugging Face names (``model.language_model.*``, ``model.visual.*``,
 ``lm_head.weight``; original checkpoint names work too). It uses the in-process mechanism the
 rollout-engines spec recommends for vLLM 0.33: ``LLM.collective_rpc("reload_weights",
@@ -32,18 +32,18 @@ automatic fallback), the worker model's ``load_weights`` directly, as TRL does. 
 engine core in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, set here when unset, or
 ``distributed_executor_backend="external_launcher"`` under torchrun). After a push the prefix
 and encoder caches are reset (their contents depend on the weights).
-:func:`hf_to_vllm_name` and :func:`vllm_parameter_name` state the name mapping for validation and
+``hf_to_vllm_name()`` and ``vllm_parameter_name()`` state the name mapping for validation and
 diagnostics.
 
 **Sleep** (``enable_sleep_mode=True``, CUDA only) frees GPU memory between rollouts for a
 colocated trainer. Level 1 moves the weights to CPU memory and drops the KV cache; level 2 drops
-both, so the next :meth:`~VLLMEngine.update_weights` must push *every* parameter. The trainer's
+both, so the next ``update_weights()`` must push *every* parameter. The trainer's
 loop is ``sleep(2)`` -> train -> ``update_weights`` (wakes the weights, pushes) -> ``generate``
 (wakes the KV cache).
 
 Everything that does not need vLLM is a plain function, testable without it: request building,
-sampling arguments and output conversion in :mod:`.vllm_requests`, weight names in
-:mod:`.vllm_weights` (re-exported here).
+sampling arguments and output conversion in ``.vllm_requests``, weight names in
+``.vllm_weights`` (re-exported here).
 """
 
 from __future__ import annotations
@@ -141,8 +141,8 @@ class VLLMEngineConfig:
             colocated with a trainer 0.3-0.5). At start-up that much must be free.
         enforce_eager: No CUDA graphs: faster start and less memory, slower decoding.
         dtype: Weight and compute dtype (pass it: ``"auto"`` turns an fp32 config into fp16).
-        seed: vLLM's global seed; per-request seeds come from :class:`SamplingParams`.
-        enable_sleep_mode: Allow :meth:`VLLMEngine.sleep` (CUDA only).
+        seed: vLLM's global seed; per-request seeds come from ``SamplingParams``.
+        enable_sleep_mode: Allow ``VLLMEngine.sleep()`` (CUDA only).
         enable_prefix_caching: Reuse the KV cache of a shared prompt prefix (a screenshot
             history re-sends the same prefix each step).
         kv_cache_memory_bytes: Exact KV-cache size; overrides ``gpu_memory_utilization`` for it.
@@ -273,7 +273,7 @@ class _Counted:
 
 
 class VLLMEngine:
-    """:class:`~osworld_agents.engines.base.RolloutEngine` over vLLM 0.33 (module docstring).
+    """``RolloutEngine`` over vLLM 0.33 (module docstring).
 
     Calls are serialised; vLLM batches a call's conversations itself.
 
@@ -399,16 +399,16 @@ class VLLMEngine:
         """Push trainer weights into the engine's model, in place.
 
         Wakes the weights first if they sleep (after emptying the CUDA cache, so the trainer's
-        freed memory is available); the KV cache stays asleep until the next :meth:`generate`.
+        freed memory is available); the KV cache stays asleep until the next ``generate()``.
         Resets the prefix and encoder caches when the KV cache is awake (sleep cleared them
         otherwise).
 
         Args:
             weights: ``(name, tensor)`` pairs or a state dict with Hugging Face names (see
-                :func:`iter_trainer_weights`); a generator is consumed one tensor at a time, so
+                ``iter_trainer_weights()``); a generator is consumed one tensor at a time, so
                 an FSDP trainer can gather tensor by tensor. Any device and floating dtype; vLLM
                 copies into its own.
-            version: The new :attr:`weight_version` (default: the current one + 1).
+            version: The new ``weight_version`` (default: the current one + 1).
 
         Raises:
             RuntimeError: The engine was built with ``weight_sync="none"``; or, after
@@ -442,7 +442,7 @@ class VLLMEngine:
         logger.info("pushed %d tensors (weight version %s)", counted.count, self.weight_version)
 
     def load_state_dict(self, state_dict: Mapping[str, torch.Tensor]) -> None:
-        """:meth:`update_weights` with a state dict."""
+        """``update_weights()`` with a state dict."""
         self.update_weights(state_dict)
 
     def reseed(self, seed: int) -> None:
@@ -467,7 +467,7 @@ class VLLMEngine:
         return frozenset(self._asleep)
 
     def sleep(self, level: int = 1) -> None:
-        """Free GPU memory until the next :meth:`update_weights` / :meth:`generate`.
+        """Free GPU memory until the next ``update_weights()`` / ``generate()``.
 
         Level 0 only pauses scheduling; level 1 moves the weights to CPU memory and drops the KV
         cache; level 2 drops both (push every parameter before generating again). Levels 1 and
@@ -495,7 +495,7 @@ class VLLMEngine:
         """Wake ``tags`` (``"weights"``, ``"kv_cache"``, ``"scheduling"``), or everything.
 
         Waking the weights after ``sleep(level=2)`` maps uninitialised memory: push weights
-        before generating (:meth:`generate` refuses until then).
+        before generating (``generate()`` refuses until then).
 
         Raises:
             ValueError: An unknown tag.

@@ -1,6 +1,6 @@
 """vLLM requests from conversations, sampling arguments, and outputs back as generations.
 
-Plain functions over :class:`~osworld_agents.engines.chat_encoding.QwenChatEncoder` so the
+Plain functions over ``QwenChatEncoder`` so the
 prompts vLLM sees are token for token the ones the transformers engine and the trainer use.
 No vLLM needed.
 """
@@ -140,7 +140,7 @@ def to_generation(
     weight_version: int,
     temperature: float,
 ) -> Generation:
-    """Convert a vLLM ``RequestOutput`` (``n=1``) into a :class:`Generation`.
+    """Convert a vLLM ``RequestOutput`` (``n=1``) into a ``Generation``.
 
     The ids are cut after the first end-of-turn id (vLLM stops there already; the cut keeps the
     transformers engine's contract whatever stopped the request), and ``finish_reason`` is

@@ -1,6 +1,6 @@
 """Weight names between a trainer's Qwen2.5-VL (Hugging Face names) and vLLM's model.
 
-Used by :class:`~osworld_agents.engines.vllm_engine.VLLMEngine` to push weights and by checks
+Used by ``VLLMEngine`` to push weights and by checks
 that every pushed tensor lands in a vLLM parameter. Plain functions: no vLLM needed.
 """
 
@@ -92,7 +92,7 @@ def iter_trainer_weights(
 ) -> Iterator[tuple[str, torch.Tensor]]:
     """Trainer weights as ``(Hugging Face name, tensor)`` pairs ready for vLLM's loader.
 
-    Names lose wrapper segments (:func:`normalize_trainer_name`); derived rotary buffers are
+    Names lose wrapper segments (``normalize_trainer_name()``); derived rotary buffers are
     skipped; tensors are detached, and DTensors (FSDP2) gathered with ``full_tensor()``. Lazy: a
     generator of gathered tensors is consumed one tensor at a time.
 

@@ -1,11 +1,11 @@
 """Policy models: the offline tiny Qwen2.5-VL and the loader shared with UI-TARS-1.5-7B.
 
-* :mod:`.tiny_qwen` -- :func:`build_tiny_qwen` writes a ~200k-parameter Qwen2.5-VL folder
+* ``.tiny_qwen`` -- ``build_tiny_qwen()`` writes a ~200k-parameter Qwen2.5-VL folder
   offline (locally trained tokenizer, seeded weights).
-* :mod:`.loading` -- :func:`load_policy_model` loads that folder or UI-TARS-1.5-7B.
-* :mod:`.processor` -- :class:`ImageOnlyQwenProcessor`, the stock processor minus video (no
+* ``.loading`` -- ``load_policy_model()`` loads that folder or UI-TARS-1.5-7B.
+* ``.processor`` -- ``ImageOnlyQwenProcessor``, the stock processor minus video (no
   torchvision needed).
-* :mod:`.qwen_vocab` -- the Qwen2.5-VL special-token names.
+* ``.qwen_vocab`` -- the Qwen2.5-VL special-token names.
 
 Importing this package does not import torch or transformers; the functions do, when called.
 """

@@ -55,8 +55,8 @@ def load_policy_model(
 
     Args:
         path_or_hub_id: A local folder (e.g. one written by
-            :func:`~osworld_agents.models.tiny_qwen.build_tiny_qwen`) or a hub id such as
-            :data:`UI_TARS_1_5_7B`. A folder is read offline; a hub id goes through the hub's
+            ``build_tiny_qwen()``) or a hub id such as
+            ``UI_TARS_1_5_7B``. A folder is read offline; a hub id goes through the hub's
             local cache, and the network where the hub is reachable.
         dtype: ``torch.dtype`` or its name (``"bfloat16"``, ``"float32"``); ``"auto"`` keeps the
             checkpoint's (bf16 for UI-TARS, fp32 for the tiny model).
@@ -67,7 +67,7 @@ def load_policy_model(
         attn_implementation: ``"sdpa"`` (default), ``"eager"`` or ``"flash_attention_2"``.
 
     Returns:
-        The :class:`PolicyModel`, with the model in eval mode.
+        The ``PolicyModel``, with the model in eval mode.
 
     Raises:
         DependencyNotInstalled: torch or transformers is missing.

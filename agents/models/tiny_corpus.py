@@ -5,7 +5,7 @@ realistic number of tokens: the UI-TARS output format (``Thought:`` / ``Action:`
 calls with quoted coordinate strings, typed content), the words of an agent prompt, digits,
 ASCII letters and punctuation. Byte-level BPE covers every other byte, so any text still encodes.
 
-Lines are generated from a seeded :class:`random.Random`, so the corpus, and therefore the
+Lines are generated from a seeded ``random.Random``, so the corpus, and therefore the
 trained tokenizer, depends only on the seed.
 """
 

@@ -172,22 +172,22 @@ def build_tiny_qwen(path: str | Path, seed: int = 0, **size_overrides: int | flo
     tokenizer (``tokenizer.json``, ``tokenizer_config.json``), ``preprocessor_config.json``
     (``Qwen2VLImageProcessor``: the PIL backend without torchvision, torchvision's where
     installed), ``processor_config.json`` and ``chat_template.jinja``. It loads with
-    :func:`~osworld_agents.models.loading.load_policy_model`, with the ``from_pretrained`` of
+    ``load_policy_model()``, with the ``from_pretrained`` of
     ``Qwen2_5_VLForConditionalGeneration``, ``AutoTokenizer`` and ``AutoImageProcessor``, and
-    with :class:`~osworld_agents.models.processor.ImageOnlyQwenProcessor`.
+    with ``ImageOnlyQwenProcessor``.
 
     Args:
         path: Folder to write (created if missing; existing files of the same names are
             replaced).
         seed: Seed of the tokenizer corpus and of the weights; equal seeds and sizes give
             byte-identical files.
-        **size_overrides: Fields of :class:`TinyQwenSize` to change, e.g. ``hidden_size=128``.
+        **size_overrides: Fields of ``TinyQwenSize`` to change, e.g. ``hidden_size=128``.
 
     Returns:
-        The folder, as a :class:`~pathlib.Path`.
+        The folder, as a ``Path``.
 
     Raises:
-        TypeError: An override names no field of :class:`TinyQwenSize`.
+        TypeError: An override names no field of ``TinyQwenSize``.
         ValueError: The sizes are inconsistent.
     """
     from osworld_agents.models.processor import ImageOnlyQwenProcessor

@@ -22,7 +22,7 @@ def train_tiny_tokenizer(vocab_size: int = 512, seed: int = 0):  # noqa: ANN201 
     Args:
         vocab_size: Total vocabulary size, special tokens included (at least 256 + 14); the
             trainer may stop earlier when the corpus has no more pairs to merge.
-        seed: Seed of the training corpus (:func:`~osworld_agents.models.tiny_corpus.corpus_lines`).
+        seed: Seed of the training corpus (``corpus_lines()``).
 
     Returns:
         A ``transformers`` fast tokenizer (``eos_token`` ``<|im_end|>``, ``pad_token``

@@ -1,6 +1,6 @@
 """Scripted solutions of bundled task suites, written as model responses.
 
-* :mod:`~osworld_agents.oracles.ui_basics` -- the ``ui-basics`` suite as UI-TARS responses,
+* ``ui_basics`` -- the ``ui-basics`` suite as UI-TARS responses,
   and a pool policy that replays them.
 """
 

@@ -1,17 +1,17 @@
 """The ARPO trainer: one loop for ARPO, GRPO, RS-SFT and SFT, checkpoints, data parallelism.
 
-* :mod:`.config` -- :class:`TrainConfig`, the ``paper`` and ``cpu`` presets, the CLI parser.
-* :mod:`.train` -- :func:`~osworld_agents.trainer.train.main`, the loop, top to bottom;
+* ``.config`` -- ``TrainConfig``, the ``paper`` and ``cpu`` presets, the CLI parser.
+* ``.train`` -- ``main()``, the loop, top to bottom;
   ``python -m osworld_agents.trainer.train --preset cpu`` (or under ``torchrun``).
-* :mod:`.components` -- the run's policy, optimizer, pool and replay buffer from the config.
-* :mod:`.rollout` / :mod:`.tasks` / :mod:`.evaluation` -- collection, task schedule and
+* ``.components`` -- the run's policy, optimizer, pool and replay buffer from the config.
+* ``.rollout`` / ``.tasks`` / ``.evaluation`` -- collection, task schedule and
   rollout budgets (DART), evaluation.
-* :mod:`.baseline` -- ARPO's task selection: a baseline pass and the selection file
+* ``.baseline`` -- ARPO's task selection: a baseline pass and the selection file
   (``osworld-arpo-select``).
-* :mod:`.samples` / :mod:`.update` -- episodes to training samples; the PPO / NLL update.
-* :mod:`.checkpoint` -- atomic, exactly resumable checkpoints.
-* :mod:`.distributed` -- data parallelism over ``torch.distributed``.
-* :mod:`.metrics` -- reduced metrics and the TensorBoard / wandb / JSONL writer.
+* ``.samples`` / ``.update`` -- episodes to training samples; the PPO / NLL update.
+* ``.checkpoint`` -- atomic, exactly resumable checkpoints.
+* ``.distributed`` -- data parallelism over ``torch.distributed``.
+* ``.metrics`` -- reduced metrics and the TensorBoard / wandb / JSONL writer.
 
 Importing this package loads only the config (no torch); the rest is imported on use.
 """

@@ -2,20 +2,20 @@
 
 The coupled loop collects an iteration's groups, then updates: the desktops idle during the
 update and the model idles while they act. Here one *streaming* collection
-(:meth:`~osworld_gym.pool.collector.RolloutCollector.stream`) runs on the pool's event loop for
-the whole run. The trainer keeps its :class:`~osworld_gym.pool.collector.TaskFeed`
+(``stream()``) runs on the pool's event loop for
+the whole run. The trainer keeps its ``TaskFeed``
 ``lookahead`` iterations ahead of the iteration it trains on (the schedule's next tasks, with
 their rollout budget), so a desktop that finishes an episode starts one of a later iteration at
 once -- during the update too. The rollout engine is a separate full-weight replica that
 receives the new weights after every update between two policy calls
-(:func:`~osworld_agents.trainer.rollout_engine.push_weights`), so an episode may span versions.
+(``push_weights()``), so an episode may span versions.
 
 **Staleness.** Every step records the weight version that sampled it
 (``step.extra["weight_version"]``); a group's version is its oldest step's. Iteration ``k``
 (the trainer at version ``k``) trains only on groups of version >= ``k - max_staleness``; an
 older group is dropped (``async/stale_groups``) and its task run again at once, so every
 iteration still trains on its scheduled tasks. The PPO loss weights each token by
-``min(1, exp(old - sampled))`` (:func:`osworld_agents.arpo.loss.truncated_importance_weights`).
+``min(1, exp(old - sampled))`` (``osworld_agents.arpo.loss.truncated_importance_weights()``).
 
 **Bounded.** The feed holds at most ``lookahead`` iterations beyond the one being trained
 (``max(1, max_staleness)``: a group started after iteration ``k``'s tasks were fed is at most
@@ -23,7 +23,7 @@ that stale when consumed), so finished groups waiting for the trainer never exce
 iterations' groups.
 
 **Checkpoints.** The schedule is drawn ahead; a checkpoint saves it as it was right after the
-checkpointed iteration's own draw (:meth:`AsyncRollouts.rewound`), so a resumed run trains on
+checkpointed iteration's own draw (``AsyncRollouts.rewound()``), so a resumed run trains on
 the same tasks. Episodes in flight at the checkpoint (later iterations') are lost and
 re-collected after a resume, with the rollout budget known then.
 """
@@ -122,7 +122,7 @@ def split_stale(
 
 
 def stats_delta(after: CollectionStats, before: CollectionStats) -> CollectionStats:
-    """What happened between two :attr:`RolloutCollector.stats` readings."""
+    """What happened between two ``RolloutCollector.stats`` readings."""
     return CollectionStats(
         **{
             f.name: getattr(after, f.name) - getattr(before, f.name)
@@ -176,8 +176,8 @@ class VersionedPolicy:
     """A rollout agent whose every output records the weight version that sampled it.
 
     Args:
-        agent: The rollout agent; its engine must be a :class:`_VersionTap` (see
-            :meth:`build`).
+        agent: The rollout agent; its engine must be a ``_VersionTap`` (see
+            ``build()``).
     """
 
     max_concurrent_calls = 1
@@ -221,7 +221,7 @@ class AsyncRollouts:
     """The trainer's side of the decoupled mode: feed ahead, take an iteration's groups.
 
     Args:
-        pool: This rank's pool; the stream holds it except while paused (:meth:`pause`).
+        pool: This rank's pool; the stream holds it except while paused (``pause()``).
         engine: The run's rollout engine (a replica: the trainer pushes weights into it).
         config: The run's settings.
         schedule: The task schedule (drawn ahead here).
@@ -362,7 +362,7 @@ class AsyncRollouts:
         return groups, dropped
 
     def collect(self, iteration: int) -> tuple[Collection, dict[str, float]]:
-        """:meth:`take`, as the coupled loop's collection plus the decoupled mode's metrics.
+        """``take()``, as the coupled loop's collection plus the decoupled mode's metrics.
 
         The collection's stats cover the desktops since the previous call (the last update
         included). Metrics (summed ``count`` ones end in ``_groups``): ``async/stale_groups``,
@@ -388,10 +388,10 @@ class AsyncRollouts:
         return Collection(groups, requeued, delta), metrics
 
     def update_metrics(self, before: CollectionStats) -> dict[str, float]:
-        """What the desktops did since ``before`` (a :attr:`stats` reading at the update's start).
+        """What the desktops did since ``before`` (a ``stats`` reading at the update's start).
 
         ``async/update_utilization`` and ``async/update_occupancy`` (as in
-        :class:`~osworld_gym.pool.CollectionStats`), ``async/update_steps`` and
+        ``CollectionStats``), ``async/update_steps`` and
         ``async/update_episodes``: the coupled loop's desktops do none of it.
         """
         delta = stats_delta(self.stats, before)
@@ -407,7 +407,7 @@ class AsyncRollouts:
     def pause(self) -> None:
         """Finish every group fed so far and free the pool (for an evaluation).
 
-        The groups are kept for their iterations; the next :meth:`take` starts a new stream.
+        The groups are kept for their iterations; the next ``take()`` starts a new stream.
         """
         if self._feed is None:
             return

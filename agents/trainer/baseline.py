@@ -8,8 +8,8 @@ Every feasible task of ``config.suite`` (or ``config.task_ids``) gets ``rollouts
 the rollout agent (``config.temperature``, as training samples them). Infeasible tasks (evaluator
 ``func`` ``"infeasible"``) are excluded without a rollout, as ARPO's list leaves them out, and
 recorded as such; ``--include-infeasible`` rolls them out and lets the rule decide. The scores
-go through :func:`osworld_agents.arpo.select_tasks` and the file written by
-:func:`osworld_agents.arpo.save_selection` records the rule, every task's counts and what was
+go through ``osworld_agents.arpo.select_tasks()`` and the file written by
+``osworld_agents.arpo.save_selection()`` records the rule, every task's counts and what was
 excluded and why. The trainer reads it back through ``task_selection`` (the selected tasks)
 and, with ``dart_rollouts``, the baseline rates (each task's first rollout budget).
 

@@ -8,12 +8,12 @@
 * ``optimizer.pt`` -- the optimizer's full state, keyed by parameter name (the learning rate is
   a function of the iteration), so a sharded (FSDP) run and an unsharded one resume from each
   other's checkpoints; older checkpoints keyed by position still load;
-* ``replay.pkl`` -- the replay buffer (:meth:`ReplayBuffer.save`);
+* ``replay.pkl`` -- the replay buffer (``ReplayBuffer.save()``);
 * ``trainer_state.pt`` -- the last completed iteration, the task schedule, and every rank's RNG
   states (``random``, ``numpy``, ``torch``, CUDA, and the generators the loop owns);
 * ``config.json`` -- the run's settings, for people.
 
-Under FSDP every rank first calls :func:`gather_full_state` (a collective: the shards are
+Under FSDP every rank first calls ``gather_full_state()`` (a collective: the shards are
 gathered to rank 0, in host memory), and rank 0 writes what it returned.
 
 A checkpoint is written into a temporary folder and renamed into place, then the ``latest``
@@ -85,7 +85,7 @@ def _state_of(rng: OwnedRng) -> Any:
 
 
 def restore_rng(state: Mapping[str, Any], owned: Mapping[str, OwnedRng]) -> None:
-    """Put back what :func:`capture_rng` captured (owned generators missing there are kept)."""
+    """Put back what ``capture_rng()`` captured (owned generators missing there are kept)."""
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
     torch.set_rng_state(state["torch"])
@@ -187,7 +187,7 @@ def _positional_to_names(saved: Mapping[str, Any], model: torch.nn.Module) -> di
 def gather_full_state(
     model: torch.nn.Module, optimizer: torch.optim.Optimizer, *, is_writer: bool
 ) -> FullState | None:
-    """What :func:`save_checkpoint` writes, for the rank that writes it.
+    """What ``save_checkpoint()`` writes, for the rank that writes it.
 
     For a sharded model this is a collective: every rank must call it, and the shards are
     gathered to rank 0 one tensor at a time, in host memory. For an unsharded one it is local.
@@ -248,14 +248,14 @@ def save_checkpoint(
     Args:
         root: The checkpoints folder.
         iteration: The last completed iteration.
-        policy: A :class:`~osworld_agents.models.PolicyModel` (model, tokenizer, image
+        policy: A ``PolicyModel`` (model, tokenizer, image
             processor, source).
         optimizer: The optimizer.
         replay: The replay buffer.
         trainer_state: Iteration, schedule and RNG states (pickled with ``torch.save``).
         config: The run's settings (written as JSON).
         keep: Checkpoints to keep, newest first (0: all).
-        full_state: From :func:`gather_full_state` (required for a sharded model); None takes
+        full_state: From ``gather_full_state()`` (required for a sharded model); None takes
             the unsharded model's and optimizer's own.
 
     Returns:
@@ -347,7 +347,7 @@ def load_checkpoint(
         is_main: This rank is rank 0 (for a sharded model: the one that reads the file).
 
     Returns:
-        The trainer state given to :func:`save_checkpoint`.
+        The trainer state given to ``save_checkpoint()``.
     """
     folder = Path(folder)
     if model is not None and is_sharded(model):

@@ -391,7 +391,7 @@ def parse_args(
     add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
     description: str | None = None,
 ) -> tuple[TrainConfig, argparse.Namespace]:
-    """:func:`parse_config`, with more options of a command built on the trainer's.
+    """``parse_config()``, with more options of a command built on the trainer's.
 
     Args:
         argv: Arguments without the program name (None: ``sys.argv[1:]``).
@@ -430,7 +430,7 @@ def parse_args(
 def build_parser(
     prog: str = "osworld-arpo", preset: TrainConfig = PAPER, description: str | None = None
 ) -> argparse.ArgumentParser:
-    """The trainer's parser: ``--preset`` and one option per :class:`TrainConfig` field.
+    """The trainer's parser: ``--preset`` and one option per ``TrainConfig`` field.
 
     Args:
         prog: The program named in help and errors.

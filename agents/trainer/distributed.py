@@ -7,9 +7,9 @@ micro-batches (their trajectories differ in number and length), which DDP's per-
 collectives cannot express, and a plain sum pairs exactly with the loss normaliser that is
 itself summed over ranks -- every trajectory weighs the same whichever rank trained on it.
 
-With ``fsdp`` the model is sharded instead (:mod:`osworld_agents.trainer.sharding`): FSDP
+With ``fsdp`` the model is sharded instead (``osworld_agents.trainer.sharding``): FSDP
 reduces the gradients itself, inside every backward, so the ranks then run the same number of
-forward passes (:func:`osworld_agents.trainer.update.padding_passes`) and the all-reduce here
+forward passes (``osworld_agents.trainer.update.padding_passes()``) and the all-reduce here
 is off.
 
 Launch with ``torchrun --nproc_per_node N -m osworld_agents.trainer.train ...``; a plain
@@ -108,7 +108,7 @@ def ensure_process_group(ctx: DistContext) -> None:
     """A process group even in a world of one (FSDP shards over one): a private one-rank group.
 
     The context stays a world of one (``ctx.initialized`` is False), so the helpers here stay
-    no-ops; :func:`shutdown` removes the group.
+    no-ops; ``shutdown()`` removes the group.
     """
     global _solo_group
     if dist.is_initialized():
@@ -121,7 +121,7 @@ def ensure_process_group(ctx: DistContext) -> None:
 
 
 def shutdown(ctx: DistContext) -> None:
-    """Leave the process group this context created (or :func:`ensure_process_group` made)."""
+    """Leave the process group this context created (or ``ensure_process_group()`` made)."""
     global _solo_group
     if (ctx.initialized or _solo_group) and dist.is_initialized():
         dist.destroy_process_group()

@@ -47,7 +47,7 @@ def require_train_extra(prog: str) -> None:
 
 
 def arpo(argv: Sequence[str] | None = None) -> int:
-    """``osworld-arpo``: :func:`osworld_agents.trainer.train.cli`."""
+    """``osworld-arpo``: ``osworld_agents.trainer.train.cli()``."""
     require_train_extra("osworld-arpo")
     from osworld_agents.trainer.train import cli
 
@@ -55,7 +55,7 @@ def arpo(argv: Sequence[str] | None = None) -> int:
 
 
 def arpo_cpu(argv: Sequence[str] | None = None) -> int:
-    """``osworld-arpo-cpu``: :func:`osworld_agents.trainer.cpu_run.cli`."""
+    """``osworld-arpo-cpu``: ``osworld_agents.trainer.cpu_run.cli()``."""
     require_train_extra("osworld-arpo-cpu")
     from osworld_agents.trainer.cpu_run import cli
 
@@ -63,7 +63,7 @@ def arpo_cpu(argv: Sequence[str] | None = None) -> int:
 
 
 def arpo_select(argv: Sequence[str] | None = None) -> int:
-    """``osworld-arpo-select``: :func:`osworld_agents.trainer.baseline.cli`."""
+    """``osworld-arpo-select``: ``osworld_agents.trainer.baseline.cli()``."""
     require_train_extra("osworld-arpo-select")
     from osworld_agents.trainer.baseline import cli
 

@@ -41,7 +41,7 @@ def evaluate(
     Args:
         pool: This rank's pool.
         engine: The run's rollout engine, at the weights to evaluate (reseeded from
-            ``eval_seed`` here); a :class:`PolicyModel` evaluates its model in place.
+            ``eval_seed`` here); a ``PolicyModel`` evaluates its model in place.
         config: Evaluation settings (``eval_*``, ``success_threshold``).
         tasks: Evaluation tasks (identical on every rank).
         ctx: The rank's context.

@@ -86,10 +86,10 @@ def rollout_agent(
 
     Args:
         engine: The run's rollout engine
-            (:func:`~osworld_agents.trainer.rollout_engine.make_rollout_engine`), reseeded here
+            (``make_rollout_engine()``), reseeded here
             from (run seed, iteration, rank) -- what a fresh engine of this iteration would
             draw; its weights and version are whatever the last push left. A
-            :class:`PolicyModel` instead gets a fresh engine over its model at weight version
+            ``PolicyModel`` instead gets a fresh engine over its model at weight version
             ``iteration`` (one-off callers: the baseline).
         config: Sampling settings.
         iteration: The training iteration.
@@ -107,7 +107,7 @@ def rollout_agent(
 def eval_agent(engine: TrainerEngine | PolicyModel, config: TrainConfig) -> UITARSAgent:
     """The evaluation agent: temperature ``eval_temperature``, the same seeds every time.
 
-    ``engine`` as for :func:`rollout_agent`, reseeded from ``eval_seed``.
+    ``engine`` as for ``rollout_agent()``, reseeded from ``eval_seed``.
     """
     if isinstance(engine, PolicyModel):
         engine = _fresh_engine(engine, seed=config.eval_seed, version=0)
@@ -154,7 +154,7 @@ def load_demo_policy(reference: str) -> Policy:
 
 
 class Collection(NamedTuple):
-    """What one :func:`collect_groups` call brought back."""
+    """What one ``collect_groups()`` call brought back."""
 
     groups: list[TrajectoryGroup]
     requeued: int
@@ -251,7 +251,7 @@ def group_success_rates(
 def rollout_metrics(
     groups: Sequence[TrajectoryGroup], *, format_coef: float, success_threshold: float
 ) -> dict[str, tuple[float, float]]:
-    """Per-iteration rollout statistics as ``key: (value, weight)`` for :class:`MetricSums`.
+    """Per-iteration rollout statistics as ``key: (value, weight)`` for ``MetricSums``.
 
     Args:
         groups: The collected groups (trainable episodes, before replay injection).

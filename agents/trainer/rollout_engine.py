@@ -1,19 +1,19 @@
 """The run's rollout engine, built once, and the weight push after every update.
 
-Which engine samples the rollouts (:func:`rollout_engine_kind`):
+Which engine samples the rollouts (``rollout_engine_kind()``):
 
-* ``shared``: a :class:`~osworld_agents.engines.hf.TransformersEngine` over the trainer's own
+* ``shared``: a ``TransformersEngine`` over the trainer's own
   model object (no copy). Updates are visible at once; a push only sets the weight version.
   The coupled, unsharded loop (collect, then update) -- what the trainer always did.
 * ``replica``: a TransformersEngine over a separate full-weight copy of the model (same dtype,
   this rank's device, eval mode, no gradients). Needed when the trainer's parameters are
   sharded (``fsdp``: a rank holds only a slice of every tensor) or change while rollouts sample
   (``async_rollouts``). Every push copies the trainer's weights in.
-* ``vllm``: a :class:`~osworld_agents.engines.vllm_engine.VLLMEngine` in this rank's process
+* ``vllm``: a ``VLLMEngine`` in this rank's process
   (``rollout_engine="vllm"``), loaded from the policy's folder; every push streams the weights
   into it.
 
-A push (:func:`push_weights`) streams the trainer's named parameters and buffers one tensor at
+A push (``push_weights()``) streams the trainer's named parameters and buffers one tensor at
 a time: a sharded (FSDP2 ``DTensor``) parameter is gathered with ``full_tensor()``, copied into
 the engine and released before the next is gathered, so no rank ever holds the whole gathered
 model. The gather is a collective: every rank must push, and in the same order (they iterate
@@ -62,7 +62,7 @@ EngineKind = Literal["shared", "replica", "vllm"]
 class TrainerEngine(RolloutEngine, Protocol):
     """What the trainer needs of its rollout engine, beyond generating: weights and seeds.
 
-    Both :class:`TransformersEngine` and ``VLLMEngine`` are one.
+    Both ``TransformersEngine`` and ``VLLMEngine`` are one.
     """
 
     weight_version: int
@@ -83,7 +83,7 @@ class TrainerEngine(RolloutEngine, Protocol):
 
 @dataclass(frozen=True)
 class PushStats:
-    """What one :func:`push_weights` moved.
+    """What one ``push_weights()`` moved.
 
     Attributes:
         tensors: Tensors copied into the engine (0 for a shared model).
@@ -122,7 +122,7 @@ def make_rollout_engine(
         ctx: This rank's context (the replica's device).
 
     Returns:
-        A :class:`TransformersEngine` (shared or replica) or a ``VLLMEngine``.
+        A ``TransformersEngine`` (shared or replica) or a ``VLLMEngine``.
     """
     kind = rollout_engine_kind(config)
     if kind == "vllm":
@@ -213,7 +213,7 @@ def push_weights(engine: TrainerEngine, model: torch.nn.Module, version: int) ->
     ``generate`` wakes the KV cache).
 
     Args:
-        engine: From :func:`make_rollout_engine`.
+        engine: From ``make_rollout_engine()``.
         model: The trainer's model (sharded or not).
         version: The policy version after this push (the trainer's loop: iteration + 1).
 

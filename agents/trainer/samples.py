@@ -1,6 +1,6 @@
 """From collected groups to training samples: one sample per trajectory, the whole episode.
 
-A sample keeps the episode as a :class:`Conversation` (screenshots as encoded bytes) and is
+A sample keeps the episode as a ``Conversation`` (screenshots as encoded bytes) and is
 re-encoded into model inputs whenever a pass needs it, so a 15-screenshot 1080p episode never
 holds its ~750 MB of pixel patches longer than one micro-batch. The sampled token ids recorded
 by the policy are spliced in verbatim (no re-tokenization); episodes whose responses carry no
@@ -51,7 +51,7 @@ class TrainSample:
         old_logprobs: ``[loss_tokens]`` PPO's old log-probs, once computed.
         ref_logprobs: ``[loss_tokens]`` reference-policy log-probs (KL), once computed.
         importance_logprobs: ``[loss_tokens]`` sampling log-probs the PPO loss corrects
-            staleness against (async rollouts: :func:`set_importance_logprobs`); None: none.
+            staleness against (async rollouts: ``set_importance_logprobs()``); None: none.
     """
 
     conversation: Conversation
@@ -140,7 +140,7 @@ def make_sample(
         reward: Its reward.
         advantage: Its advantage.
         replayed: It came from the replay buffer.
-        teacher_force: Make unsampled responses targets (:func:`teacher_forced`).
+        teacher_force: Make unsampled responses targets (``teacher_forced()``).
 
     Returns:
         The sample.
@@ -165,7 +165,7 @@ def set_importance_logprobs(samples: Iterable[TrainSample]) -> int:
     """Correct this iteration's rollouts for the staleness of the weights that sampled them.
 
     The PPO loss then weights each of their tokens by ``min(1, exp(old - rollout))`` (see
-    :func:`osworld_agents.arpo.loss.truncated_importance_weights`): the decoupled mode's lag of
+    ``osworld_agents.arpo.loss.truncated_importance_weights()``): the decoupled mode's lag of
     at most ``max_staleness`` versions. Replayed successes are left as ARPO trains them (their
     ratio starts at 1 against the recomputed old log-probs): they were sampled iterations ago on
     purpose, and weighting them by how far the policy has moved since would mute the very

@@ -1,15 +1,15 @@
 """Sharded training with FSDP2: parameters, gradients and optimizer state split over the ranks.
 
-:func:`shard_model` applies ``torch.distributed.fsdp.fully_shard`` to every vision-tower block
+``shard_model()`` applies ``torch.distributed.fsdp.fully_shard`` to every vision-tower block
 and every decoder layer of a Qwen2.5-VL policy, then to the root (embeddings, merger, final
 norm, head), so a rank holds ``1 / world_size`` of each and gathers one layer at a time for its
 forward and backward. The policy keeps its dtype (bf16 for UI-TARS, as ARPO trains it);
 gradients are reduced in fp32 and *summed* over ranks, not averaged: the update's loss shares
-are already normalised over all ranks (:mod:`osworld_agents.trainer.update`), exactly as the
+are already normalised over all ranks (``osworld_agents.trainer.update``), exactly as the
 unsharded path's one all-reduce sums them.
 
 Under FSDP every forward and backward issues collectives, so all ranks must run the same
-number of them: :mod:`~osworld_agents.trainer.update` pads the ranks with fewer micro-batches.
+number of them: ``update`` pads the ranks with fewer micro-batches.
 Every rank must also run the same submodules (a micro-batch without images skips the vision
 tower); the trainer's episodes all carry screenshots.
 
@@ -135,7 +135,7 @@ def _keep_compute_device(model: torch.nn.Module, device: torch.device) -> None:
 
 
 def is_sharded(model: torch.nn.Module) -> bool:
-    """The model was sharded by :func:`shard_model` (its parameters are DTensor shards)."""
+    """The model was sharded by ``shard_model()`` (its parameters are DTensor shards)."""
     return isinstance(model, FSDPModule)
 
 

@@ -2,10 +2,10 @@
 
 ARPO draws ``rollout_batch_size`` tasks per iteration from a seeded ``RandomSampler`` with
 ``drop_last=True``: every epoch is a fresh permutation cut into whole batches, and the leftover
-tail is skipped. :class:`TaskSchedule` does the same with a generator it owns, so the schedule
+tail is skipped. ``TaskSchedule`` does the same with a generator it owns, so the schedule
 is identical on every rank and restored exactly from a checkpoint.
 
-:class:`RolloutBudget` gives every task ``rollouts_per_task`` rollouts (ARPO), or, DART-style,
+``RolloutBudget`` gives every task ``rollouts_per_task`` rollouts (ARPO), or, DART-style,
 more rollouts to tasks the policy solves less often: the rate comes from the baseline pass of
 the selection file, then from each task's latest group.
 """
@@ -29,7 +29,7 @@ __all__ = ["RolloutBudget", "TaskSchedule", "baseline_rates", "resolve_task_ids"
 def resolve_task_ids(
     suite: str, task_ids: Sequence[str] = (), selection: str | None = None
 ) -> list[str]:
-    """The ids of :func:`resolve_tasks`' tasks, in order."""
+    """The ids of ``resolve_tasks()``' tasks, in order."""
     return list(resolve_tasks(suite, task_ids, selection).ids)
 
 
@@ -41,7 +41,7 @@ def resolve_tasks(
     Args:
         suite: Task source (suite name, folder or index file) the env loads.
         task_ids: Explicit ids; checked against the suite.
-        selection: A file written by :func:`osworld_agents.arpo.save_selection`.
+        selection: A file written by ``osworld_agents.arpo.save_selection()``.
 
     Returns:
         The tasks (with what they are, e.g. ``infeasible``) in a stable order.
@@ -108,7 +108,7 @@ class TaskSchedule:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore a :meth:`state_dict` (of the same task list)."""
+        """Restore a ``state_dict()`` (of the same task list)."""
         if list(state["task_ids"]) != self.task_ids:
             logger.warning("task schedule: the task list changed since the checkpoint")
         self.epoch = int(state["epoch"])
@@ -129,8 +129,8 @@ class RolloutBudget:
     """Rollouts per task: ``default`` for every task, or DART-style from success rates.
 
     With ``bounds=(min_n, max_n)`` a task gets
-    :func:`osworld_agents.arpo.selection.rollout_count` rollouts of its latest known success rate
-    (``max_n`` while unknown); :meth:`observe` replaces a task's rate with its newest group's.
+    ``osworld_agents.arpo.selection.rollout_count()`` rollouts of its latest known success rate
+    (``max_n`` while unknown); ``observe()`` replaces a task's rate with its newest group's.
 
     Args:
         default: Rollouts per task without bounds (ARPO's n).
@@ -177,5 +177,5 @@ class RolloutBudget:
         return {"rates": dict(self.rates)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore a :meth:`state_dict`."""
+        """Restore a ``state_dict()``."""
         self.rates = {str(t): float(r) for t, r in state["rates"].items()}

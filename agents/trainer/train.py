@@ -4,7 +4,7 @@ Each iteration: collect whole task groups rollout-wise on this rank's pool -> dr
 that cannot be trained on -> inject replayed successes into all-failed groups -> GRPO
 advantages -> PPO update (or NLL for rs-sft / sft) -> store successes for replay -> log ->
 evaluate now and then -> checkpoint now and then. With ``--async`` (DART-GUI's decoupled mode,
-:mod:`.async_rollout`) the groups come from a rollout stream that keeps the desktops busy
+``.async_rollout``) the groups come from a rollout stream that keeps the desktops busy
 through the updates. The pieces live in small modules beside this one; this file only
 orchestrates them::
 

@@ -3,11 +3,11 @@
 One iteration is one epoch over this rank's samples, cut into ``steps`` mini-batches (ARPO's 2
 optimizer steps per iteration), each cut into micro-batches of ``micro_batch_size`` episodes
 whose gradients accumulate. Every micro-batch loss is a *share*: a sum divided by the
-normaliser of the whole mini-batch over all ranks (:func:`osworld_agents.arpo.loss_normalizer`
+normaliser of the whole mini-batch over all ranks (``osworld_agents.arpo.loss_normalizer()``
 counts), so the accumulated, rank-summed gradient is the full mini-batch's gradient whatever
 the micro-batch size or the number of ranks.
 
-Under FSDP (:mod:`osworld_agents.trainer.sharding`) every forward and backward is a collective,
+Under FSDP (``osworld_agents.trainer.sharding``) every forward and backward is a collective,
 so every rank runs as many forward passes as the busiest one: the others add zero-weight passes
 over a sample of theirs (or one borrowed from another rank when they have none). FSDP then sums
 the gradients itself, in fp32, during each backward, instead of the one all-reduce per step.
@@ -255,7 +255,7 @@ def accumulate_gradients(
     """Forward and backward every micro-batch, adding into ``.grad``.
 
     A sharded model runs zero-weight padding passes after them when another rank has more
-    micro-batches (see :func:`padding_passes`).
+    micro-batches (see ``padding_passes()``).
 
     Args:
         model: The policy (in train mode).

@@ -1,8 +1,8 @@
 """The UI-TARS-1.5 agent: ARPO's prompt, image history and screenshot resizing.
 
-* :mod:`.prompt` -- the computer-use prompt, the system text, :func:`add_box_tokens`.
-* :mod:`.images` -- screenshots smart-resized and encoded for the model.
-* :mod:`.agent` -- :class:`UITARSAgent`, a stateless pool policy over a rollout engine.
+* ``.prompt`` -- the computer-use prompt, the system text, ``add_box_tokens()``.
+* ``.images`` -- screenshots smart-resized and encoded for the model.
+* ``.agent`` -- ``UITARSAgent``, a stateless pool policy over a rollout engine.
 """
 
 from __future__ import annotations

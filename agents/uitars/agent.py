@@ -16,7 +16,7 @@ is dropped while every assistant turn is kept (ARPO keeps all 15: ``None``).
 
 Screenshots are smart-resized with the agent's ``min_pixels``/``max_pixels``. The env's
 ``uitars`` parser must map coordinates back with the same bounds: build the env with
-:meth:`UITARSAgent.env_kwargs` (or pass :attr:`UITARSAgent.dialect_options`) so the two cannot
+``UITARSAgent.env_kwargs()`` (or pass ``UITARSAgent.dialect_options``) so the two cannot
 drift apart.
 """
 
@@ -64,8 +64,8 @@ class UITARSConfig:
     """How the agent prompts and samples.
 
     Attributes:
-        sampling: Sampling of every call (:data:`TRAINING_SAMPLING` or
-            :data:`EVALUATION_SAMPLING`, or your own).
+        sampling: Sampling of every call (``TRAINING_SAMPLING`` or
+            ``EVALUATION_SAMPLING``, or your own).
         history_images: Screenshots kept as images, the current one included (``None``: all,
             as ARPO; the engine must accept that many images per prompt, e.g. vLLM's
             ``limit_mm_per_prompt``).
@@ -114,7 +114,7 @@ class UITARSAgent:
     Args:
         engine: Generates one completion per conversation.
         config: Prompting and sampling settings.
-        **overrides: :class:`UITARSConfig` fields to change, e.g. ``history_images=5``.
+        **overrides: ``UITARSConfig`` fields to change, e.g. ``history_images=5``.
 
     Example:
         >>> agent = UITARSAgent.for_evaluation(engine, seed=0)  # doctest: +SKIP
@@ -140,12 +140,12 @@ class UITARSAgent:
 
     @classmethod
     def for_training(cls, engine: RolloutEngine, **overrides: Any) -> UITARSAgent:
-        """An agent sampling like ARPO's rollouts (:data:`TRAINING_SAMPLING`)."""
+        """An agent sampling like ARPO's rollouts (``TRAINING_SAMPLING``)."""
         return cls(engine, UITARSConfig(sampling=TRAINING_SAMPLING), **overrides)
 
     @classmethod
     def for_evaluation(cls, engine: RolloutEngine, **overrides: Any) -> UITARSAgent:
-        """An agent sampling like ARPO's evaluation (:data:`EVALUATION_SAMPLING`)."""
+        """An agent sampling like ARPO's evaluation (``EVALUATION_SAMPLING``)."""
         return cls(engine, UITARSConfig(sampling=EVALUATION_SAMPLING), **overrides)
 
     # --- what the env must agree on --------------------------------------------------------
@@ -156,7 +156,7 @@ class UITARSAgent:
 
         The model answers in pixels of the resized screenshot; the parser maps them back to
         the screen only if it resizes with the same factor and bounds. Pass these as the env's
-        ``dialect_options`` (or use :meth:`env_kwargs`).
+        ``dialect_options`` (or use ``env_kwargs()``).
         """
         return {
             "coordinates": "resized",
@@ -253,7 +253,7 @@ class UITARSAgent:
         """Choose the next action of every request: the model's text, parsed by the env.
 
         Returns:
-            One :class:`PolicyOutput` per request, in order, with ``extra`` holding
+            One ``PolicyOutput`` per request, in order, with ``extra`` holding
             ``token_ids``, ``logprobs``, ``finish_reason`` and ``prompt_tokens`` (and ``seed``
             when seeded).
         """

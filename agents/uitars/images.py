@@ -1,7 +1,7 @@
 """Screenshots as the model sees them: smart-resized to the size the action parser assumes.
 
 UI-TARS-1.5 answers in pixels of the image it was shown, and the ``uitars`` dialect maps those
-back to the screen with :func:`osworld_gym.actions.coords.smart_resize`. Resizing here with the
+back to the screen with ``osworld_gym.actions.coords.smart_resize()``. Resizing here with the
 same function and the same bounds is what keeps the two in step; the image processor of the
 engine then finds the image already at a valid size and leaves it alone.
 """
@@ -28,7 +28,7 @@ ImageFormat = Literal["png", "jpeg"]
 
 
 class ScreenshotEncoder:
-    """Resizes and encodes screenshots into :class:`ImagePart` values, caching by content.
+    """Resizes and encodes screenshots into ``ImagePart`` values, caching by content.
 
     The agent rebuilds every prompt from the trajectory, so each past screenshot comes back on
     every later step; the cache turns that into one decode-resize-encode per screenshot.

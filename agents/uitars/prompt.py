@@ -8,7 +8,7 @@ interface, so it is kept as the model saw it, typo in the system text included.
 
 In the history, ARPO writes every ``start_box='(x,y)'`` / ``end_box='(x,y)'`` of an earlier
 response as ``'<|box_start|>(x,y)<|box_end|>'``: the form of the prompt's action space, which
-the model sees in its own past turns during training. :func:`add_box_tokens` does that rewrite.
+the model sees in its own past turns during training. ``add_box_tokens()`` does that rewrite.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """TRL's ``environment_factory`` over remote desktops: each instance is one OpenEnv session.
 
 ``osworld_gym.integrations.trl`` runs desktops in the trainer's process. When they live on
-another machine (``osworld-gym serve-env`` there), give TRL :class:`RemoteDesktop` instead: the
+another machine (``osworld-gym serve-env`` there), give TRL ``RemoteDesktop`` instead: the
 same tools (click, type_text, ..., done), each forwarded to the server as a tool call and
 answered with the new screenshot (a PIL image block) and the action's error, if any.
 

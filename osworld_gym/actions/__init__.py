@@ -1,18 +1,18 @@
 r"""The action layer: typed actions, model-output dialects, compilation and action spaces.
 
-Start with :func:`parse_action`::
+Start with ``parse_action()``::
 
     >>> from osworld_gym.actions import parse_action
     >>> result = parse_action("Thought: save it\nAction: hotkey(key='ctrl s')")
     >>> result.actions, result.thought
     ([Hotkey(keys=('ctrl', 's'))], 'save it')
 
-Declarations live in :mod:`.types`; their prompt text and JSON schema in :mod:`.schema`;
-coordinate math in :mod:`.coords`; key names in :mod:`.keys`; the dialects in
-:mod:`.dialects`; guest requests and pyautogui code in :mod:`.compile`; rendering back to
-model text in :mod:`.render`; Gymnasium spaces in :mod:`.spaces` (loaded on first use).
+Declarations live in ``.types``; their prompt text and JSON schema in ``.schema``;
+coordinate math in ``.coords``; key names in ``.keys``; the dialects in
+``.dialects``; guest requests and pyautogui code in ``.compile``; rendering back to
+model text in ``.render``; Gymnasium spaces in ``.spaces`` (loaded on first use).
 The unsafe OSWorld pass-through is deliberately not exported: import
-:mod:`osworld_gym.actions.unsafe` by name.
+``osworld_gym.actions.unsafe`` by name.
 """
 
 from __future__ import annotations

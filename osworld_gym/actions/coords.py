@@ -3,12 +3,12 @@
 Vision-language models see a resized screenshot and answer in one of three conventions:
 
 * ``"resized"`` -- absolute pixels in the image the model saw, which the Qwen2.5-VL image
-  processor made with :func:`smart_resize` (UI-TARS-1.5). Mapping back needs the same
+  processor made with ``smart_resize()`` (UI-TARS-1.5). Mapping back needs the same
   ``factor``, ``min_pixels`` and ``max_pixels`` as the image processor used.
 * ``"relative"`` -- a 0-1000 grid over the screen (UI-TARS 1.0, Qwen2-VL era models).
 * ``"screen"`` -- screen pixels already (pyautogui code, OSWorld ``computer_13``).
 
-Screen sizes are ``(width, height)`` like everywhere in osworld-gym; :func:`smart_resize`
+Screen sizes are ``(width, height)`` like everywhere in osworld-gym; ``smart_resize()``
 alone takes and returns ``(height, width)``, the order of the Qwen image processors.
 Results are integer pixels, rounded half up and clamped to the screen.
 """
@@ -250,7 +250,7 @@ def from_screen(
     min_pixels: int = MIN_PIXELS,
     max_pixels: int = MAX_PIXELS,
 ) -> tuple[int, int]:
-    """Map screen pixels to the nearest integer model point (the inverse of :func:`to_screen`).
+    """Map screen pixels to the nearest integer model point (the inverse of ``to_screen()``).
 
     Used to render typed actions as model text, e.g. few-shot examples or sampled actions.
 

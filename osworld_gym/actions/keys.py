@@ -1,7 +1,7 @@
 """Key names: pyautogui's vocabulary, common aliases, and hotkey splitting.
 
 Every key that reaches a typed action is a canonical pyautogui name from
-:data:`osworld_gym.guest.protocol.KEY_NAMES` (lower case; single characters as themselves), so
+``osworld_gym.guest.protocol.KEY_NAMES`` (lower case; single characters as themselves), so
 the guest, the pyautogui code generator and OSWorld's ``computer_13`` checker all accept it.
 """
 
@@ -122,7 +122,7 @@ def normalize_keys(names: Iterable[object]) -> tuple[str, ...]:
 
     Raises:
         ActionError: a key is unknown, or the chord has no key or more than
-            :data:`MAX_HOTKEY_KEYS`.
+            ``MAX_HOTKEY_KEYS``.
 
     Example:
         >>> normalize_keys(["Ctrl", "Shift", "T"])

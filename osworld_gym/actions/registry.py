@@ -1,4 +1,4 @@
-"""The dialect registry and the public entry point :func:`parse_action`."""
+"""The dialect registry and the public entry point ``parse_action()``."""
 
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ __all__ = ["ActionParser", "available_dialects", "get_dialect", "parse_action", 
 
 
 class ActionParser(Protocol):
-    """What a dialect is: model output (and options) in, :class:`ParseResult` out.
+    """What a dialect is: model output (and options) in, ``ParseResult`` out.
 
     A lenient parser (``strict=False``) never raises for any input; a strict one raises
-    :class:`~osworld_gym.errors.ActionParseError`. Both may raise ``ValueError`` or
+    ``ActionParseError``. Both may raise ``ValueError`` or
     ``TypeError`` for bad *options*, which are the caller's mistake, not the model's.
 
-    Dialect options (what :func:`parse_action` passes on as ``**options``) are further
+    Dialect options (what ``parse_action()`` passes on as ``**options``) are further
     keyword-only parameters with defaults, e.g. UI-TARS's ``coordinates``; a parser without
     them still matches this protocol.
     """
@@ -50,7 +50,7 @@ def register_dialect(name: str, parser: ActionParser, *, override: bool = False)
 
     Args:
         name: The dialect name.
-        parser: A callable following :class:`ActionParser`.
+        parser: A callable following ``ActionParser``.
         override: Allow replacing a dialect registered earlier under ``name``.
 
     Raises:
@@ -120,7 +120,7 @@ def parse_action(
             ``min_pixels``/``max_pixels`` equal to the image processor's for UI-TARS-1.5.
 
     Returns:
-        A :class:`ParseResult`: ``.actions`` (each with ``.kind``; ``.x``/``.y`` where it acts
+        A ``ParseResult``: ``.actions`` (each with ``.kind``; ``.x``/``.y`` where it acts
         at a point), ``.thought``, ``.raw`` and ``.error``.
 
     Raises:

@@ -1,7 +1,7 @@
 """Rendering typed actions as model text: UI-TARS calls and OSWorld ``computer_13`` dicts.
 
 The inverse of the dialects, for few-shot examples, sampled text actions and round-trip
-tests. Only what a dialect can express renders; anything else raises :class:`ActionError`.
+tests. Only what a dialect can express renders; anything else raises ``ActionError``.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def to_uitars(
 ) -> str:
     r"""Render actions as one UI-TARS response (``Thought: ...`` then ``Action: ...``).
 
-    Arguments mirror :func:`osworld_gym.actions.dialects.uitars.parse`, so parsing the text
+    Arguments mirror ``osworld_gym.actions.dialects.uitars.parse()``, so parsing the text
     with the same settings gives the actions back (points within a pixel when the model's
     grid is coarser than the screen).
 

@@ -50,7 +50,7 @@ class ParseResult:
 
 
 class ParseFailure(Exception):
-    """Raised inside dialects; :func:`guarded_parse` turns it into a result or a public error.
+    """Raised inside dialects; ``guarded_parse()`` turns it into a result or a public error.
 
     Attributes:
         message: Why parsing failed.
@@ -73,7 +73,7 @@ def guarded_parse(
     """Run ``parse(result)``, which fills ``result``, under the lenient/strict contract.
 
     Lenient mode never raises: any failure, including a bug in a dialect, becomes
-    ``result.error`` with no actions. Strict mode raises :class:`ActionParseError`.
+    ``result.error`` with no actions. Strict mode raises ``ActionParseError``.
 
     Args:
         result: A result holding ``raw`` and ``dialect``; ``parse`` fills the rest.

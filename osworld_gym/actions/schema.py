@@ -1,4 +1,4 @@
-"""Documentation and JSON schemas derived from the action declarations in :mod:`.types`.
+"""Documentation and JSON schemas derived from the action declarations in ``.types``.
 
 Nothing here is written by hand per action: adding a field to a declaration changes the
 prompt text, the JSON schema and the tool descriptions together.
@@ -106,7 +106,7 @@ def tool_schemas(kinds: Iterable[str] | None = None) -> list[dict[str, Any]]:
 
 
 def action_json_schema(kinds: Iterable[str] | None = None) -> dict[str, Any]:
-    """Return a JSON schema (draft 2020-12) for :meth:`Action.to_dict` dictionaries.
+    """Return a JSON schema (draft 2020-12) for ``Action.to_dict()`` dictionaries.
 
     Example:
         >>> schema = action_json_schema()

@@ -1,10 +1,10 @@
 """Gymnasium action spaces: free model text, and typed actions.
 
-:class:`TextActionSpace` holds any Unicode string up to a length, unlike ``spaces.Text``
+``TextActionSpace`` holds any Unicode string up to a length, unlike ``spaces.Text``
 whose default charset rejects spaces and punctuation (so real model output). Its samples are
 random text, or -- with ``dialect`` -- random valid actions rendered in that dialect, which
 makes ``env.action_space.sample()`` drive a desktop meaningfully.
-:class:`StructuredActionSpace` holds typed actions whose points lie on the screen.
+``StructuredActionSpace`` holds typed actions whose points lie on the screen.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _random_text(rng: np.random.Generator, low: int, high: int) -> str:
 
 
 class StructuredActionSpace(spaces.Space[Action]):
-    """Typed actions (:mod:`osworld_gym.actions.types`) of some kinds, on a screen.
+    """Typed actions (``osworld_gym.actions.types``) of some kinds, on a screen.
 
     Args:
         screen_size: ``(width, height)``; points must lie on the screen.
@@ -144,7 +144,7 @@ class StructuredActionSpace(spaces.Space[Action]):
         return [action.to_dict() for action in sample_n]
 
     def from_jsonable(self, sample_n: list[dict[str, Any]]) -> list[Action]:
-        """Convert dicts from :meth:`to_jsonable` back to actions."""
+        """Convert dicts from ``to_jsonable()`` back to actions."""
         return [action_from_dict(item) for item in sample_n]
 
     def __eq__(self, other: object) -> bool:

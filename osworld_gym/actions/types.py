@@ -2,7 +2,7 @@
 
 Each class names its ``kind``, documents itself in its docstring, and documents each field in
 the field's metadata (``doc`` and a JSON-schema fragment). The name table
-:data:`ACTION_TYPES`, the prompt text and the JSON schema (:mod:`osworld_gym.actions.schema`)
+``ACTION_TYPES``, the prompt text and the JSON schema (``osworld_gym.actions.schema``)
 are all derived from these declarations. Constructing an action validates it: keys are
 canonical pyautogui names, points are integer pixels given as a pair, buttons and counts are
 in range. Screen bounds are not known here; dialects clamp points to the screen.
@@ -105,7 +105,7 @@ def _button() -> Any:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Action:
-    """Base class of typed actions. ``kind`` names the action; see :data:`ACTION_TYPES`."""
+    """Base class of typed actions. ``kind`` names the action; see ``ACTION_TYPES``."""
 
     kind: ClassVar[str] = ""
     #: Whether the guest executes it (False for wait/done/fail, which the host handles).
@@ -385,7 +385,7 @@ ACTION_KINDS: tuple[str, ...] = tuple(ACTION_TYPES)
 
 
 def action_from_dict(data: Mapping[str, Any]) -> Action:
-    """Build a typed action from ``{"kind": ..., field: value}`` (the :meth:`Action.to_dict` form).
+    """Build a typed action from ``{"kind": ..., field: value}`` (the ``Action.to_dict()`` form).
 
     Raises:
         ActionError: unknown kind (with suggestions), unknown or missing fields, bad values.

@@ -5,7 +5,7 @@ Python (``docs/design/action-formats.md#pyautogui-code``). Some published scores
 way, so reproducing them may need the same behaviour. This module only *extracts* the code the way
 OSWorld's prompt agent does; running it is the caller's explicit choice (the guest client's
 ``/execute``). Nothing in osworld-gym calls this module unless asked to: the default path is the
-allowlisted :mod:`osworld_gym.actions.dialects.pyautogui` parser.
+allowlisted ``osworld_gym.actions.dialects.pyautogui`` parser.
 """
 
 from __future__ import annotations

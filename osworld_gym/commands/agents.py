@@ -1,13 +1,13 @@
 """The agents ``osworld-gym run`` drives, each a batched pool policy plus what the env must match.
 
-* ``oracle`` -- the bundled suites' scripted solutions (:mod:`.oracle_agent`).
+* ``oracle`` -- the bundled suites' scripted solutions (``.oracle_agent``).
 * ``random`` -- a random valid UI-TARS action each step (seeded per task, rollout and step).
 * ``noop`` -- ``wait()`` every step: the floor a real agent must beat.
 * ``openai`` -- a model behind an OpenAI-compatible endpoint with the UI-TARS-1.5 prompt and
   dialect (``osworld_agents``; imported only for this agent, and free of torch).
 * ``module:callable`` -- any pool policy: a callable taking a list of
-  :class:`~osworld_gym.pool.PolicyRequest` and returning one action (or
-  :class:`~osworld_gym.pool.PolicyOutput`) per request. A class is instantiated, and a callable
+  ``PolicyRequest`` and returning one action (or
+  ``PolicyOutput``) per request. A class is instantiated, and a callable
   given ``--agent-arg`` values is called with them, to make the policy. The policy may declare
   ``action_format`` (default ``"uitars"``), ``env_kwargs()``, ``screen_size`` and ``close()``.
 """

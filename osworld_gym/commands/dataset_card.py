@@ -57,7 +57,7 @@ def render_card(
     """The card's text.
 
     Args:
-        metadata: :func:`~osworld_gym.commands.export_metadata.export_metadata`'s dict.
+        metadata: ``export_metadata()``'s dict.
         columns: Column name to what it holds, in the files' order.
         rows: Rows written.
         episodes: Episodes they come from.

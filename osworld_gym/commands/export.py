@@ -14,13 +14,13 @@ gives PIL images. One row per step (the screen the action was chosen on, the mod
 action) suits SFT; one row per trajectory (every screen, every response) suits offline RL.
 ``parsed_actions`` holds typed actions as structs (``kind``, ``x``, ``y``, ``text``, ``keys``,
 ...: every typed action's fields, null where an action lacks one; see
-:mod:`~osworld_gym.commands.export_actions`), so ``datasets`` loads them as features; ``action``
+``export_actions``), so ``datasets`` loads them as features; ``action``
 keeps the action exactly as recorded, as JSON text (model text or typed actions).
 
 Nothing local leaks into the data: image paths and ``source`` are relative to ``SOURCE``, and
 the runs' ``summary.json`` settings (absolute paths in them anonymised) travel in every file's
 schema metadata and in the dataset card, ``README.md``, whose front matter points the Hugging
-Face Hub at the Parquet files (:mod:`~osworld_gym.commands.dataset_card`). A trajectory file
+Face Hub at the Parquet files (``dataset_card``). A trajectory file
 that cannot be read stops the export with an error naming it; ``skip_broken`` leaves such
 tasks out with a warning instead.
 
@@ -171,7 +171,7 @@ class Episode:
         score: The episode's score, None when not scored.
         screens: ``(png bytes or None, name)`` per step's screen, then the final screen.
         steps: Per step: ``response``, ``action`` (JSON), ``parsed_actions`` (struct rows,
-            see :func:`~osworld_gym.commands.export_actions.action_rows`), ``kinds``,
+            see ``action_rows()``), ``kinds``,
             ``parse_error``, ``reward``.
         source: Where it came from, relative to what is exported (no local path).
     """
@@ -443,7 +443,7 @@ def replay_episodes(path: Path, root: Path | None = None) -> Iterator[Episode]:
     """The stored trajectories of the trainer's replay buffer (``ReplayBuffer.save``).
 
     Read without the trainer (no torch): the file is a pickled ``state_dict`` whose entries hold
-    :class:`~osworld_gym.pool.Trajectory` records.
+    ``Trajectory`` records.
 
     Args:
         path: The ``replay.pkl`` file.
@@ -549,7 +549,7 @@ def arrow_schema(
     Args:
         features: Column name to ``datasets`` feature dict (a dict without ``_type`` is a
             struct of features).
-        metadata: The export's description, stored under :data:`METADATA_KEY` as JSON.
+        metadata: The export's description, stored under ``METADATA_KEY`` as JSON.
     """
     import pyarrow as pa
 
@@ -586,7 +586,7 @@ def write_dataset(
         output: The dataset folder (created; its earlier Parquet files are removed).
         per: ``step`` or ``trajectory``.
         rows_per_file: Rows per Parquet file.
-        metadata: :func:`~osworld_gym.commands.export_metadata.export_metadata`'s dict: stored
+        metadata: ``export_metadata()``'s dict: stored
             in every file's schema metadata and in ``README.md``, the dataset card.
 
     Returns:

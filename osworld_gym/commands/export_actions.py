@@ -1,7 +1,7 @@
 """Typed actions as one Arrow struct, so exported datasets hold actions as columns, not JSON.
 
 The struct has ``kind`` and the union of every typed action's fields, derived from the
-declarations in :mod:`osworld_gym.actions.types`; a field an action lacks is null. A new action
+declarations in ``osworld_gym.actions.types``; a field an action lacks is null. A new action
 class, or a new field, changes the exported schema with no edit here.
 """
 
@@ -65,7 +65,7 @@ def action_feature() -> dict[str, Any]:
 
 
 def action_row(action: Mapping[str, Any]) -> dict[str, Any]:
-    """One typed action (its :meth:`~osworld_gym.actions.Action.to_dict` form) as a struct row.
+    """One typed action (its ``to_dict()`` form) as a struct row.
 
     Raises:
         ValueError: The action has a field no typed action has, or a value of the wrong type

@@ -2,7 +2,7 @@
 
 A run folder's ``summary.json`` (or, for a replay buffer, the trainer checkpoint's
 ``config.json``) travels with the data: in every Parquet file's schema metadata (key
-:data:`METADATA_KEY`) and in the dataset card. Absolute paths in them (a ``--tasks`` folder, a
+``METADATA_KEY``) and in the dataset card. Absolute paths in them (a ``--tasks`` folder, a
 model path) would leak the exporting machine's layout, so each one becomes relative to the
 exported source when it lies inside it and ``<local>/<its last component>`` otherwise.
 """
@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["FORMAT", "METADATA_KEY", "export_metadata", "scrub_paths", "source_settings"]
 
 METADATA_KEY = "osworld_gym"
-"""The Parquet schema metadata key (and the card's YAML key) of :func:`export_metadata`."""
+"""The Parquet schema metadata key (and the card's YAML key) of ``export_metadata()``."""
 FORMAT = "osworld-gym-export"
 SUMMARY_KEYS = ("format", "version", "created", "updated", "settings", "overall", "domains",
                 "error_kinds", "versions")  # fmt: skip

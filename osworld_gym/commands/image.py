@@ -1,6 +1,6 @@
 """``osworld-gym image build``: the guest desktop image from the recipes in ``vm_images/``.
 
-A front door to :func:`osworld_gym.providers.docker_image.build_image` (Debian packages
+A front door to ``osworld_gym.providers.docker_image.build_image()`` (Debian packages
 through debootstrap, ``docker import``, then ``docker build``; nothing pulled from a
 registry). The recipe ships with the package (``osworld_gym/vm_images``, package data) and is
 also the ``vm_images`` folder of a source checkout. It is looked up in this order: ``--recipe-dir``,

@@ -1,12 +1,12 @@
 """The ``oracle`` agent: replays a scripted solution of each bundled task, step by step.
 
-``desktop-basics`` tasks replay the typed actions of :mod:`osworld_gym.commands.oracles`;
+``desktop-basics`` tasks replay the typed actions of ``osworld_gym.commands.oracles``;
 ``ui-basics`` tasks replay the UI-TARS responses of ``osworld_agents.oracles`` (imported only
 when such a task is run), parsed here into typed actions so one run can mix both. Either way
 the env receives typed actions (``action_format="structured"``); the step's model text is the
 UI-TARS response for ui-basics tasks and none for desktop-basics ones.
 
-A script's :class:`~osworld_gym.commands.oracles.conditions.WaitFor` steps are checked on the
+A script's ``WaitFor`` steps are checked on the
 observed screenshot: while one does not hold, the oracle answers a short ``Wait`` (a bounded
 poll that backs off) instead of its next keys, so the keys reach the widget that now shows
 whatever the host's load. The oracle never fixes a delay in advance.
@@ -199,7 +199,7 @@ def play(env: Any, task_id: str, agent: OracleAgent | None = None) -> tuple[floa
     """Play one oracle episode on a Gymnasium env with ``action_format="structured"``.
 
     Args:
-        env: An :class:`~osworld_gym.env.OSWorldEnv` (or a wrapper of one) that has the task.
+        env: An ``OSWorldEnv`` (or a wrapper of one) that has the task.
         task_id: The task to reset to.
         agent: The oracle to play (default: one for this task only).
 

@@ -44,7 +44,7 @@ TRAJECTORY_FILE = "traj.jsonl"
 TASK_FILE = "task.json"
 ERROR_FILE = "error.txt"
 ERROR_KINDS = ("reset", "infrastructure", "evaluation", "unfinished")
-"""Why a task has no score (:attr:`TaskRecord.error_kind`)."""
+"""Why a task has no score (``TaskRecord.error_kind``)."""
 SUMMARY_FILE = "summary.json"
 TIMESTAMP_FORMAT = "%Y%m%d@%H%M%S%f"
 NO_DOMAIN = "default"
@@ -322,7 +322,7 @@ class TaskRecord:
 
     @property
     def error_kind(self) -> str | None:
-        """Why the task has no score, one of :data:`ERROR_KINDS`; None when it has one.
+        """Why the task has no score, one of ``ERROR_KINDS``; None when it has one.
 
         ``reset``: the episode could not start (a setup step failed, the task cannot be scored
         here, no desktop came up); ``infrastructure``: a fault cut the episode; ``evaluation``:

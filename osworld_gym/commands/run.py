@@ -1,7 +1,7 @@
 """``osworld-gym run``: an agent over a task set on N envs, with OSWorld-style results.
 
-Episodes run rollout-wise on an :class:`~osworld_gym.pool.EnvPool` (a free env starts the next
-task at once). Each finished task is written in OSWorld's layout (:mod:`.results`) as soon as it
+Episodes run rollout-wise on an ``EnvPool`` (a free env starts the next
+task at once). Each finished task is written in OSWorld's layout (``.results``) as soon as it
 ends, the progress display counts it, and ``summary.json`` is rewritten, so a run killed at any
 point keeps every finished task. Rerunning the same command skips the tasks that have a
 ``result.txt`` and runs the rest; a rerun whose score-relevant settings differ from the run

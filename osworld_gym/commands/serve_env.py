@@ -1,6 +1,6 @@
 """``osworld-gym serve-env``: desktops as an OpenEnv environment server, one desktop per session.
 
-Serves :mod:`osworld_gym.integrations.openenv` with uvicorn: ``--num-envs`` desktops, as many
+Serves ``osworld_gym.integrations.openenv`` with uvicorn: ``--num-envs`` desktops, as many
 concurrent WebSocket sessions (OpenEnv's ``/ws``; clients: ``OSWorldEnvClient``, TRL, SkyRL,
 verifiers). Desktops launch at their first session's first reset and are reset per episode.
 The server has no authentication and its clients drive real desktops: it binds loopback unless

@@ -6,7 +6,7 @@ errors, wall time, whether it was interrupted). Success rates are OSWorld's: the
 the tasks that have one; tasks without a score are errors, counted apart (``errors``, and
 ``error_kinds``: ``reset``, ``infrastructure``, ``evaluation``, ``unfinished``), never as zero.
 ``versions`` records what scored the last invocation's tasks: Python, osworld-gym and every
-installed package of the metric extras (:func:`library_versions`).
+installed package of the metric extras (``library_versions()``).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class DomainRow:
 
     @property
     def errors(self) -> int:
-        """Tasks that ran but have no score (see :attr:`TaskRecord.error_kind`)."""
+        """Tasks that ran but have no score (see ``TaskRecord.error_kind``)."""
         return self.tasks - self.scored
 
     @property

@@ -56,11 +56,11 @@ class EvaluationResult:
 def default_metrics(
     mode: str = "osworld", reference: str = DEFAULT_REFERENCE
 ) -> Mapping[str, Metric]:
-    """The metric registry of :mod:`osworld_gym.evaluation.metrics` for an evaluation mode.
+    """The metric registry of ``osworld_gym.evaluation.metrics`` for an evaluation mode.
 
     Args:
         mode: ``"osworld"`` (OSWorld's scores) or ``"fixed"`` (its known metric bugs fixed).
-        reference: Whose evaluator code (:mod:`osworld_gym.evaluation.references`).
+        reference: Whose evaluator code (``osworld_gym.evaluation.references``).
     """
     from osworld_gym.evaluation.metrics import metrics_for
 
@@ -73,9 +73,9 @@ class Evaluator:
     Args:
         metrics: Name -> metric function (default: the package's registry for ``mode``).
         getters: Getter type -> getter (default: the reference's,
-            :func:`~osworld_gym.evaluation.getters.getters_for`).
+            ``getters_for()``).
         mode: ``"osworld"`` (default: score as OSWorld's code does) or ``"fixed"`` (the
-            metrics of :data:`~osworld_gym.evaluation.metrics.FIXED_METRICS` corrected);
+            metrics of ``FIXED_METRICS`` corrected);
             ignored when ``metrics`` is given.
         reference: The OSWorld evaluator code scores follow (``"osworld-2026.04"``, the
             default, or ``"osworld-1.0.2"``); ignored for what ``metrics``/``getters`` give.
@@ -109,10 +109,10 @@ class Evaluator:
     def needs(self, spec: EvaluatorSpec) -> frozenset[Need]:
         """The optional libraries this evaluator's metrics and getters for ``spec`` may import.
 
-        Read from their code (:func:`osworld_gym.extras.callable_needs`), so a task whose
+        Read from their code (``osworld_gym.extras.callable_needs()``), so a task whose
         libraries are missing can be refused before its episode rather than left unscored after
         it. An infeasible task needs none (its score is the agent's last action); a metric or
-        getter this evaluator lacks needs none here (:meth:`missing` names it).
+        getter this evaluator lacks needs none here (``missing()`` names it).
         """
         from osworld_gym.extras import callable_needs
 

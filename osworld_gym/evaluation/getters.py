@@ -71,7 +71,7 @@ class EvalContext:
         return self.scratch
 
     def fetch_file(self, path: str, dest: str) -> str | None:
-        """A desktop file saved as ``dest`` in :attr:`fetch_dir`; None when it does not exist.
+        """A desktop file saved as ``dest`` in ``fetch_dir``; None when it does not exist.
 
         As in OSWorld, any error answer of the guest for the file gives None (not only 404);
         a guest that cannot be reached, or refuses the token, raises.
@@ -287,7 +287,7 @@ def get_content_from_vm_file(ctx: EvalContext, config: Mapping[str, Any]) -> Any
     first sheet's last row, pandas' ``read_excel`` then ``astype(str)`` (which leaves an
     empty cell NaN with pandas 3); another ``file_content`` of an xlsx gives None, as in
     OSWorld. The file is fetched as its base name, as OSWorld's getter does; a missing one
-    raises :class:`FileNotFoundError` for ``last_row`` (the check scores 0; OSWorld's getter
+    raises ``FileNotFoundError`` for ``last_row`` (the check scores 0; OSWorld's getter
     fails there too).
 
     Beyond OSWorld (which raises for any other ``file_type``): without a ``file_type``, or
@@ -388,8 +388,8 @@ def getters_for(reference: str = DEFAULT_REFERENCE) -> Mapping[str, Getter]:
     """The type → getter mapping of an evaluator reference.
 
     Args:
-        reference: ``"osworld-2026.04"`` (default: :data:`GETTERS`) or ``"osworld-1.0.2"``
-            (:data:`REFERENCE_1_0_2_GETTERS` swapped in, :data:`NEW_GETTERS_SINCE_1_0_2` left
+        reference: ``"osworld-2026.04"`` (default: ``GETTERS``) or ``"osworld-1.0.2"``
+            (``REFERENCE_1_0_2_GETTERS`` swapped in, ``NEW_GETTERS_SINCE_1_0_2`` left
             out).
 
     Raises:

@@ -6,7 +6,7 @@ address bar from the accessibility tree and prepends the config's ``goto_prefix`
 so ``https://www.drugs.com/npc/`` reads ``drugs.com/npc/`` and, with the tasks' usual prefix
 ``https://www.``, comes back as ``https://www.drugs.com/npc/``. Here the active tab comes from
 Chrome's DevTools endpoint (``/json/list`` lists tabs most recently active first) and its URL
-is turned into the same text by :func:`~osworld_gym.evaluation.metrics._urls.omnibox_text`:
+is turned into the same text by ``omnibox_text()``:
 the same value OSWorld computes, without depending on Chrome's accessibility tree (which needs
 an AT-SPI bus in the desktop, depends on the UI language and the window being found, and the
 English name of Chrome's application node). Every URL getter built on it (``active_tab_info``,
@@ -149,7 +149,7 @@ def get_active_tab_info(ctx: EvalContext, config: Mapping[str, Any]) -> dict[str
 
 
 def get_active_tab_info_1_0_2(ctx: EvalContext, config: Mapping[str, Any]) -> dict[str, str] | None:
-    """:func:`get_active_tab_info` as desktop-env 1.0.2 has it.
+    """``get_active_tab_info()`` as desktop-env 1.0.2 has it.
 
     The reload waits for ``networkidle`` (a page that keeps polling the network never gets
     there), and any failure, a timeout included, gives None.
@@ -196,7 +196,7 @@ def get_open_tabs_info(ctx: EvalContext, config: Mapping[str, Any]) -> list[dict
 
 
 def get_open_tabs_info_1_0_2(ctx: EvalContext, config: Mapping[str, Any]) -> list[dict[str, str]]:
-    """:func:`get_open_tabs_info` as desktop-env 1.0.2 has it: "Error encountered" for a timeout."""
+    """``get_open_tabs_info()`` as desktop-env 1.0.2 has it: "Error encountered" for a timeout."""
     return _open_tabs_info(ctx, _ERROR_ENCOUNTERED)
 
 
@@ -360,7 +360,7 @@ def get_page_info(ctx: EvalContext, config: Mapping[str, Any]) -> dict[str, str]
 
 
 def get_page_info_1_0_2(ctx: EvalContext, config: Mapping[str, Any]) -> dict[str, str]:
-    """:func:`get_page_info` as desktop-env 1.0.2 has it.
+    """``get_page_info()`` as desktop-env 1.0.2 has it.
 
     The page loads in a fresh context (``Browser.new_page``), without the profile's cookies,
     and a timeout once there is titled "Error encountered" like any other failure.
@@ -590,10 +590,10 @@ def get_chrome_appearance_mode_ui(ctx: EvalContext, config: Mapping[str, Any]) -
 
     OSWorld's ``chrome_appearance_mode_ui`` of 2026.04: opens ``chrome://settings/appearance``
     in a new tab of the profile (left open), reads the theme prefs the page holds and the
-    selected controls' texts (:func:`appearance_from_settings`). The live value matters:
+    selected controls' texts (``appearance_from_settings()``). The live value matters:
     Chrome writes Preferences seconds after a change. When no browser answers, the page
     cannot be read or names no mode, the Preferences files decide
-    (:func:`~osworld_gym.evaluation.getters_chrome.get_chrome_color_scheme`; ``system``
+    (``get_chrome_color_scheme()``; ``system``
     without any).
     """
     try:

@@ -11,7 +11,7 @@ when it flushes), as in OSWorld, which is why tasks close Chrome in ``postconfig
 
 OSWorld's code of 2026.04 changed these getters only where the desktop is ARM (where it reads
 the snap Chromium's profile instead); on our x86_64 desktops they read what they read in
-desktop-env 1.0.2. It added ``chrome_color_scheme`` (:func:`get_chrome_color_scheme`), which
+desktop-env 1.0.2. It added ``chrome_color_scheme`` (``get_chrome_color_scheme()``), which
 ranks every profile's Preferences by age and re-reads them while Chrome may still be flushing.
 """
 
@@ -278,7 +278,7 @@ _FLUSH_POLL_S = 0.5
 
 
 def _is_listed_file(item: Any) -> bool:
-    """Whether ``item`` is a ``[path, mtime]`` entry of :data:`_LIST_PREFERENCES`'s output."""
+    """Whether ``item`` is a ``[path, mtime]`` entry of ``_LIST_PREFERENCES``'s output."""
     return (
         isinstance(item, list)
         and len(item) == 2
@@ -290,7 +290,7 @@ def _is_listed_file(item: Any) -> bool:
 def _preference_files(ctx: EvalContext) -> list[str]:
     """The desktop's Chrome Preferences files, most recently written first.
 
-    The profile folders of :data:`_PROFILE_ROOTS`; the default profile's file when none exists
+    The profile folders of ``_PROFILE_ROOTS``; the default profile's file when none exists
     or the desktop cannot list them.
     """
     fallback = [f"{CHROME_PROFILE}/Preferences"]
@@ -343,8 +343,8 @@ def get_chrome_color_scheme(ctx: EvalContext, config: Mapping[str, Any]) -> str:
     """Chrome's appearance mode from its profiles' Preferences: ``light``, ``dark`` or ``system``.
 
     OSWorld's ``chrome_color_scheme`` of 2026.04. Every profile's Preferences
-    (:func:`_preference_files`, newest first) is read; the first that says light or dark
-    decides, else ``system`` (:func:`color_scheme_from_preferences`). Chrome may not have
+    (``_preference_files()``, newest first) is read; the first that says light or dark
+    decides, else ``system`` (``color_scheme_from_preferences()``). Chrome may not have
     written a change made in its UI yet, so the files are read again until they say light or
     about 4 s have passed; the answer is then the last read's. ``system`` when no file could
     be read (no Chrome profile on the desktop).

@@ -24,7 +24,7 @@ Texts are stripped; all text comparisons of ``class&url`` ignore case.
 
 OSWorld's ``gotoRecreationPage_and_get_html_content`` (the expected value of chrome/b4f95342)
 is here too: it browses recreation.gov to a campground found by searching "Diamond" and reads
-an element's text by class (:func:`get_gotoRecreationPage_and_get_html_content`), as
+an element's text by class (``get_gotoRecreationPage_and_get_html_content()``), as
 desktop-env 1.0.2 does: in OSWorld's code of 2026.04 the step that opens the campground cannot
 be reached, and the task file's answer could never score.
 """
@@ -468,7 +468,7 @@ def get_gotoRecreationPage_and_get_html_content(  # noqa: N802 - OSWorld's gette
     ``button.nav-search-button``, click the first ``.search-result-highlight--success``, which
     opens the campground in a new tab; that tab must go network-idle within 90 s. Its "Next
     Available" button is clicked when one shows within 30 s, then the page is read at once
-    (:func:`recreation_expected`): ``{"expected": {class: text}}``. A failing step fails the
+    (``recreation_expected()``): ``{"expected": {class: text}}``. A failing step fails the
     attempt; after three, or at once when no browser answers (OSWorld would start a Chrome on
     the desktop; our getters never do), the failure marker
     ``{"expected": {"error": "__EVALUATION_FAILED__", "error_message": ...}}``, on which

@@ -17,7 +17,7 @@ They return the host path of the media file, or ``None`` when the slide has none
 then scores 0). Where OSWorld's getter raises (no presentation at that path, a file that is not
 a zip, a relationship pointing outside the package and not to a ``file://`` URL, a target
 missing from the package) this one returns ``None`` for a missing presentation and raises
-:class:`~osworld_gym.errors.EvaluatorError` otherwise; the evaluator scores either 0.
+``EvaluatorError`` otherwise; the evaluator scores either 0.
 """
 
 from __future__ import annotations

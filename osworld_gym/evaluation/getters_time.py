@@ -18,17 +18,17 @@ references), quirks included, so the expected text is the one OSWorld computes o
 ``"next Monday"`` is always in the coming week (a week ahead on a Monday), ``"this Saturday"``
 may lie in the past on a Sunday, and ``"first monday four/eight months later"`` fails in
 August/April as OSWorld's does (it builds month 0). A phrase OSWorld does not handle in that
-position raises :class:`~osworld_gym.errors.EvaluatorError` (OSWorld fails there too); the
+position raises ``EvaluatorError`` (OSWorld fails there too); the
 evaluator scores the check 0.
 
 Which "now" the dates count from depends on the evaluator reference:
 
-- ``osworld-2026.04`` (:func:`get_rule_relativeTime`): a non-empty ``timezone`` in the rule
+- ``osworld-2026.04`` (``get_rule_relativeTime()``): a non-empty ``timezone`` in the rule
   means the host's clock in that zone; otherwise the desktop's own clock and zone (Python's
   ``datetime.now().astimezone()`` run in the desktop, as OSWorld's getter does), since
   that is the "today" the agent sees. When the desktop cannot answer with a time, the 1.0.2
   rule below applies.
-- ``osworld-1.0.2`` (:func:`get_rule_relativeTime_1_0_2`): the host's clock, in the rule's
+- ``osworld-1.0.2`` (``get_rule_relativeTime_1_0_2()``): the host's clock, in the rule's
   ``timezone`` when the rule has that key.
 
 A ``timezone`` that names no zone (``null`` and ``""`` included) means UTC, as with OSWorld's

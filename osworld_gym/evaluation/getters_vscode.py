@@ -8,13 +8,13 @@ the file (OSWorld waits a second) and fetches it as ``dest``. The config::
     {"type": "vscode_config", "vscode_extension_command": "OpenProject",
      "path": "/home/user/OpenProject.txt", "dest": "OpenProject.txt"}
 
-Two references (:mod:`osworld_gym.evaluation.references`):
+Two references (``osworld_gym.evaluation.references``):
 
-- ``osworld-2026.04`` (:func:`get_vscode_config`): VS Code's window is raised first, and when
+- ``osworld-2026.04`` (``get_vscode_config()``): VS Code's window is raised first, and when
   the file is missing the getter falls back to the workspace records VS Code keeps
   (``workspace.json`` under ``~/.config/Code/User/workspaceStorage``, every folder ever
   opened), their texts joined into ``dest``; nothing found gives ``""`` (scores 0).
-- ``osworld-1.0.2`` (:func:`get_vscode_config_1_0_2`): no window raising; a missing file gives
+- ``osworld-1.0.2`` (``get_vscode_config_1_0_2()``): no window raising; a missing file gives
   ``None`` (scores 0).
 
 OSWorld picks Cmd instead of Ctrl for a platform named ``"MacOS"``, a name its platform query
@@ -54,7 +54,7 @@ WORKSPACE_SCAN = (
 
 
 def _settle(ctx: EvalContext) -> None:
-    """Wait (at most :data:`SETTLE_TIMEOUT_S`) until the screen stops changing."""
+    """Wait (at most ``SETTLE_TIMEOUT_S``) until the screen stops changing."""
     _tolerated(
         "waiting for the screen to settle",
         functools.partial(ctx.client.screenshot, settle=True, settle_timeout=SETTLE_TIMEOUT_S),
@@ -62,7 +62,7 @@ def _settle(ctx: EvalContext) -> None:
 
 
 def _file_written(ctx: EvalContext, path: str) -> bool:
-    """Wait (at most :data:`FILE_TIMEOUT_S`) until ``path`` exists in the desktop."""
+    """Wait (at most ``FILE_TIMEOUT_S``) until ``path`` exists in the desktop."""
     deadline = time.monotonic() + FILE_TIMEOUT_S
     while True:
         try:

@@ -8,7 +8,7 @@ accessibility bus for good, and lets a hard timeout kill a walk stuck on a hung 
 Walks of one display are serialised with a lock the caller owns (the guest server has one per
 display: a LibreOffice walk keeps both cores busy for seconds); walks of different displays may
 run at the same time. Every failure surfaces as
-:class:`AccessibilityUnavailable` with a one-line reason; nothing here hangs or raises anything
+``AccessibilityUnavailable`` with a one-line reason; nothing here hangs or raises anything
 else.
 """
 
@@ -111,7 +111,7 @@ def terminal_text(
         env: Environment of the desktop's child processes.
         timeout: Hard limit in seconds for the whole call, waiting for the lock included.
         python: Interpreter that runs the walker.
-        lock: Serialises walks of one display (see :func:`accessibility_tree`).
+        lock: Serialises walks of one display (see ``accessibility_tree()``).
 
     Returns:
         The terminal's text, or None.

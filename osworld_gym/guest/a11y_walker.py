@@ -182,7 +182,7 @@ class Element:
     Attributes:
         tag: Element name (an AT-SPI role name with ``-`` for spaces).
         attrs: Attributes in output order; keys are ``prefix:local`` (prefixes from
-            :data:`NAMESPACES`) or plain names (``name``, ``image``, ``selection``).
+            ``NAMESPACES``) or plain names (``name``, ``image``, ``selection``).
         text: Element text, or empty for none.
         children: Child elements.
     """

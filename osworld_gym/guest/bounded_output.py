@@ -3,7 +3,7 @@
 ``/execute``, ``/run_python`` and ``/run_bash_script`` answer a command's output. Captured
 whole, a command that prints gigabytes (``yes``, a ``print`` in a loop of an agent's pyautogui
 code) would fill the guest's memory until the desktop's memory limit ends the episode. So the
-pipes are read as the command writes, the first :data:`MAX_OUTPUT_BYTES` of each stream kept
+pipes are read as the command writes, the first ``MAX_OUTPUT_BYTES`` of each stream kept
 and the rest read and dropped (the command is never blocked on a full pipe), with a note in
 the answer when more was printed. Nothing goes to disk: a desktop whose disk is full still
 gets its commands' errors.
@@ -76,7 +76,7 @@ def run_bounded(
     merge_stderr: bool = False,
     **popen_kwargs: Any,
 ) -> BoundedResult:
-    """``subprocess.run`` with each stream's output kept to :data:`MAX_OUTPUT_BYTES`.
+    """``subprocess.run`` with each stream's output kept to ``MAX_OUTPUT_BYTES``.
 
     Args:
         argv: The command (a string with ``shell=True``).

@@ -66,7 +66,7 @@ class ScreenshotOptions:
             between samples of new processes while one exists (``"events"``).
         settle_mode: ``"poll"`` compares full frames every ``settle_interval`` until
             ``settle_quiet`` passes without change; ``"events"`` waits on X damage, window
-            events and launch signals (:mod:`osworld_gym.guest.settle`), copying no frame,
+            events and launch signals (``osworld_gym.guest.settle``), copying no frame,
             and samples processes every ``settle_interval`` or ``EVENTS_INTERVAL``, whichever
             is shorter.
         settle_launch_timeout: ``"events"`` only: seconds the wait may last while work is
@@ -110,7 +110,7 @@ class Screenshot:
 
     ``data`` is a ``memoryview`` over the RGB pixels for ``"raw"`` (no copy into ``bytes``),
     empty when the pixels went into the caller's buffer (``out`` of
-    :meth:`ScreenCapture.screenshot`), else the encoded bytes.
+    ``ScreenCapture.screenshot()``), else the encoded bytes.
     """
 
     data: bytes | memoryview
@@ -487,7 +487,7 @@ def render(
         size: The frame's (width, height).
         options: Format, quality, PNG level and pixel budget.
         out: For ``"raw"``, a writable buffer that receives the RGB pixels (``data`` is then
-            empty); see :meth:`ScreenCapture.screenshot`.
+            empty); see ``ScreenCapture.screenshot()``.
     """
     new_size = _scaled_size(size, options.max_pixels)
     if new_size is not None:

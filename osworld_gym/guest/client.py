@@ -59,7 +59,7 @@ _MAX_FRAME_FAILURES = 3  # shared-memory failures in a row before a client stops
 class ActionBatchTooLargeError(ActionError):
     """A batch of actions asks for more than the guest takes in one request; none was sent.
 
-    An :class:`~osworld_gym.errors.ActionError`: the env reports it as an action not performed.
+    An ``ActionError``: the env reports it as an action not performed.
 
     Attributes:
         limit: The limit exceeded (``"max_actions"`` or ``"max_keys"``).
@@ -120,7 +120,7 @@ class Screenshot:
 
 @dataclass
 class _Segment:
-    """One shared-memory file of a :class:`SharedFrames` pool."""
+    """One shared-memory file of a ``SharedFrames`` pool."""
 
     host_path: str
     guest_path: str
@@ -137,7 +137,7 @@ class SharedFrames:
     before the file goes back, so observations stay valid whatever comes next.
 
     Files are created fully allocated (a write into a hole of a full tmpfs would kill the guest
-    with SIGBUS) and deleted by :meth:`close`; the guest drops its mapping of a deleted file.
+    with SIGBUS) and deleted by ``close()``; the guest drops its mapping of a deleted file.
 
     Args:
         host_dir: The folder as this process sees it (e.g. ``/proc/<guest>/root/dev/shm``).
@@ -183,7 +183,7 @@ class SharedFrames:
             return segment
 
     def give_back(self, segment: _Segment) -> None:
-        """Return a file taken with :meth:`take` once its pixels are copied out."""
+        """Return a file taken with ``take()`` once its pixels are copied out."""
         with self._lock:
             if segment in self._all:
                 self._free.append(segment)
@@ -241,7 +241,7 @@ class CommandResult:
 
 @dataclass(frozen=True)
 class ClientConfig:
-    """Timeouts and retry policy of a :class:`GuestClient`.
+    """Timeouts and retry policy of a ``GuestClient``.
 
     Attributes:
         connect_timeout: Seconds to wait for a TCP connection.
@@ -477,9 +477,9 @@ class GuestClient:
 
         For a guest on this host that has the ``screenshot.shm`` capability: the client makes
         files in ``host_dir``, which the guest sees as ``guest_dir`` (default: the same path),
-        and the guest writes each raw frame into one of them (:class:`SharedFrames`). Any
+        and the guest writes each raw frame into one of them (``SharedFrames``). Any
         failure falls back to HTTP; after a few the client stops trying until the next call.
-        Files of an earlier folder are deleted. ``owner``: see :class:`SharedFrames`.
+        Files of an earlier folder are deleted. ``owner``: see ``SharedFrames``.
         """
         if self._frames is not None:
             self._frames.close()
@@ -656,7 +656,7 @@ class GuestClient:
     # --- input -------------------------------------------------------------------------
 
     def actions(self, actions: list[dict[str, Any]]) -> dict[str, Any]:
-        """Run wire actions (see :mod:`osworld_gym.guest.protocol`) on the desktop.
+        """Run wire actions (see ``osworld_gym.guest.protocol``) on the desktop.
 
         Our guest runs them in-process; an official guest gets pyautogui code via ``/execute``.
         A batch over the guest's advertised limits is not sent (none is split: the limits
@@ -809,7 +809,7 @@ class GuestClient:
         OSWorld's server answers its failures with an error status and a result-shaped body
         (``returncode: -1`` and the reason in ``output``); that body is returned, not raised.
         Its current version answers every call that way, after running the script (see
-        :meth:`run_script`, which works on either server).
+        ``run_script()``, which works on either server).
         """
         body = {"script": script, "timeout": timeout, "working_dir": working_dir}
         try:
@@ -952,7 +952,7 @@ class GuestClient:
         return dest
 
     def require(self, capability: str) -> None:
-        """Raise :class:`UnsupportedByGuestError` unless the guest reports ``capability``."""
+        """Raise ``UnsupportedByGuestError`` unless the guest reports ``capability``."""
         if capability not in self.info().capabilities:
             raise UnsupportedByGuestError("/health", f"guest lacks {capability!r}")
 
@@ -970,7 +970,7 @@ class GuestClient:
 
 
 def _command_result(data: dict[str, Any]) -> CommandResult:
-    """A :class:`CommandResult` from an ``/execute``-shaped answer."""
+    """A ``CommandResult`` from an ``/execute``-shaped answer."""
     return CommandResult(
         data.get("output", ""), data.get("error", ""), data.get("returncode", -1), data
     )

@@ -5,17 +5,17 @@ waits on it forever. Any local process could then hold the guest's threads and f
 with idle connections, before the token is ever checked, until the real client could not get
 in. Here a connection costs only its socket until a whole request head has arrived:
 
-- One thread (the caller of :meth:`ConnectionServer.serve_forever`) accepts connections and
+- One thread (the caller of ``ConnectionServer.serve_forever()``) accepts connections and
   reads request heads without blocking. A head that does not arrive within
-  :attr:`ConnectionLimits.header_timeout`, or a keep-alive connection idle for
-  :attr:`ConnectionLimits.idle_timeout`, is closed.
+  ``ConnectionLimits.header_timeout``, or a keep-alive connection idle for
+  ``ConnectionLimits.idle_timeout``, is closed.
 - A complete head is handed to a short-lived thread that runs one request (the handler checks
   the token before reading any body) and then gives the connection back to the selector.
-- At most :attr:`ConnectionLimits.max_connections` are open (by default what the process's file
+- At most ``ConnectionLimits.max_connections`` are open (by default what the process's file
   limit leaves). A new connection at the cap pushes out the idle connection that has gone
   longest without a request, preferring ones that never sent a valid token: strangers can only
   push out each other, never lock the real client out.
-- At most :attr:`ConnectionLimits.max_active` requests run at once; heads beyond that wait.
+- At most ``ConnectionLimits.max_active`` requests run at once; heads beyond that wait.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class ConnectionLimits:
     backlog: int = 1024
 
     def connection_cap(self) -> int:
-        """:attr:`max_connections`, or what the soft file limit leaves after a reserve."""
+        """``max_connections``, or what the soft file limit leaves after a reserve."""
         if self.max_connections is not None:
             return self.max_connections
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -106,7 +106,7 @@ class Connection:
         Closed with input unread (a body refused midway), the socket would be reset by the
         kernel, which throws away the part of the answer not yet delivered. So the sending
         side is shut first and what the client still sends is read and dropped, for at most
-        :data:`_LINGER_SECONDS` and :data:`_LINGER_BYTES`, then the socket closed.
+        ``_LINGER_SECONDS`` and ``_LINGER_BYTES``, then the socket closed.
         """
         if self.closed:
             return
@@ -221,9 +221,9 @@ class SocketWriter:
 
 
 class ConnectionServer(socketserver.TCPServer):
-    """A listening socket whose connections are served by :meth:`serve_forever`'s selector.
+    """A listening socket whose connections are served by ``serve_forever()``'s selector.
 
-    Subclasses implement :meth:`run_request`.
+    Subclasses implement ``run_request()``.
     """
 
     allow_reuse_address = True
@@ -260,7 +260,7 @@ class ConnectionServer(socketserver.TCPServer):
     # --- public --------------------------------------------------------------------------
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
-        """Accept and serve connections until :meth:`shutdown`."""
+        """Accept and serve connections until ``shutdown()``."""
         self._stop.clear()
         self._stopped.clear()
         self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
@@ -289,7 +289,7 @@ class ConnectionServer(socketserver.TCPServer):
             self._stopped.set()
 
     def shutdown(self) -> None:
-        """Stop :meth:`serve_forever` and wait until it has returned."""
+        """Stop ``serve_forever()`` and wait until it has returned."""
         self._stop.set()
         self._wake()
         self._stopped.wait()

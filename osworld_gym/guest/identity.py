@@ -2,14 +2,14 @@
 
 Under a root launcher the guest is started as the desktop's user holding ``CAP_SETUID`` alone,
 in a user namespace of its own where uid 1001 is a host uid of the guest's own
-(:mod:`osworld_gym.providers.split_identity`). :func:`take_split_identity`, its first act, makes
+(``osworld_gym.providers.split_identity``). ``take_split_identity()``, its first act, makes
 that uid its real and saved one and drops the capability: the desktop's programs, whose uids
 are the desktop's, can then neither signal nor trace it, while it reads and writes files as
 the desktop's user (its effective uid).
 
 A child that kept the guest's real uid could signal the guest (the kernel compares real and
 saved uids), so every child takes the effective uid as its real and saved one too
-(:func:`desktop_user`), which needs no privilege and cannot be undone.
+(``desktop_user()``), which needs no privilege and cannot be undone.
 """
 
 from __future__ import annotations

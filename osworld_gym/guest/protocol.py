@@ -23,7 +23,7 @@ are integer screen pixels; omitted points mean "where the pointer is")::
 
 Key names are pyautogui's (``KEY_NAMES``), matched case-insensitively.
 
-One request's work is bounded (:class:`ActionLimits`): a batch may hold so many actions and
+One request's work is bounded (``ActionLimits``): a batch may hold so many actions and
 press so many keys in all, and the guest stops between actions once its time budget is spent.
 Each guest advertises its limits in ``/health``; the client refuses a batch over them.
 """
@@ -188,7 +188,7 @@ class ActionLimits:
 
     Attributes:
         max_actions: Actions in one batch at most.
-        max_keys: Key presses in one batch at most (:func:`count_keys`: typed characters,
+        max_keys: Key presses in one batch at most (``count_keys()``: typed characters,
             hotkey keys, presses, key downs and ups).
         max_seconds: Wall-clock budget of one batch: once spent, the guest runs no further
             action and answers how many ran. Checked between actions, so the last action
@@ -228,7 +228,7 @@ class ActionLimits:
 
 
 class ActionLimitError(WireActionError):
-    """A batch asks for more than the guest's :class:`ActionLimits` allow.
+    """A batch asks for more than the guest's ``ActionLimits`` allow.
 
     Attributes:
         limit: The name of the limit exceeded (``"max_actions"`` or ``"max_keys"``).
@@ -323,7 +323,7 @@ def _type_lines(text: str) -> list[str]:
 
 
 def _fix_less_than(keys: list[str]) -> list[str]:
-    """Spell ``<`` as shift+comma in a key chord (see :func:`_type_lines`)."""
+    """Spell ``<`` as shift+comma in a key chord (see ``_type_lines()``)."""
     fixed: list[str] = []
     for key in keys:
         fixed.extend(("shift", ",") if key == "<" else (key,))

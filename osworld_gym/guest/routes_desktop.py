@@ -90,7 +90,7 @@ def screenshot(ctx: GuestContext, request: Request) -> Response:
     """``/screenshot``: PNG with the pointer drawn in; query options pick format, size, settle.
 
     ``shm=<path>`` (extension, raw only): write the RGB pixels into that shared-memory file
-    (see :class:`osworld_gym.guest.capture.FrameSegments`) and answer with headers only; the
+    (see ``osworld_gym.guest.capture.FrameSegments``) and answer with headers only; the
     ``X-Shm`` header names the file written. 409 when the file cannot take the frame.
     """
     query = {} if ctx.config.official else request.query
@@ -144,7 +144,7 @@ def _screenshot_into(ctx: GuestContext, options: ScreenshotOptions, segment: str
 def actions(ctx: GuestContext, request: Request) -> Response:
     """``/actions`` (extension): run typed input actions in-process through XTEST.
 
-    A batch over the guest's :class:`~osworld_gym.guest.protocol.ActionLimits` is refused
+    A batch over the guest's ``ActionLimits`` is refused
     before anything runs (413, naming the limit). Once the batch's time budget is spent, no
     further action starts: the answer (422, ``limit: "max_seconds"``) says how many ran.
     """

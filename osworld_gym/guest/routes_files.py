@@ -127,7 +127,7 @@ def _file_target(value: object, what: str) -> Path:
     every program that uses it, so those are refused.
 
     Raises:
-        HTTPError: 400 for what :func:`expand_path` refuses, folders, and special files.
+        HTTPError: 400 for what ``expand_path()`` refuses, folders, and special files.
     """
     path = expand_path(value, what)
     if path.name in ("", ".", "..") or path.is_dir():
@@ -180,7 +180,7 @@ def download_file(ctx: GuestContext, request: Request) -> Response:
 
     A URL that cannot be fetched at all and a path that cannot be written are refused at
     once (400); only the fetch itself is tried again. The whole request, tries included,
-    ends by :data:`DOWNLOAD_DEADLINE` (500) and writes at most :data:`MAX_DOWNLOAD_BYTES`
+    ends by ``DOWNLOAD_DEADLINE`` (500) and writes at most ``MAX_DOWNLOAD_BYTES``
     (413); a partial file never stays.
     """
     body = request.json()
@@ -236,7 +236,7 @@ def _download(url: str, path: Path, deadline: float) -> int:
     """Fetch ``url`` into ``path`` (written beside it and renamed); its size in bytes.
 
     Raises:
-        HTTPError: 413 when the file is larger than :data:`MAX_DOWNLOAD_BYTES`, 500 when the
+        HTTPError: 413 when the file is larger than ``MAX_DOWNLOAD_BYTES``, 500 when the
             request's deadline passed (neither worth another try), or 4xx/5xx for ``path``.
         urllib.error.URLError, OSError, ValueError: the fetch failed (worth another try).
     """
@@ -268,7 +268,7 @@ def _copy_bounded(source: Any, target: Any, url: str, deadline: float) -> None:
     """Copy a download in chunks, stopping at the size cap or the request's deadline.
 
     Raises:
-        HTTPError: 413 past :data:`MAX_DOWNLOAD_BYTES`, 500 past ``deadline``.
+        HTTPError: 413 past ``MAX_DOWNLOAD_BYTES``, 500 past ``deadline``.
     """
     # read1 returns what has arrived; read would wait for a whole chunk from a slow source.
     read = getattr(source, "read1", source.read)

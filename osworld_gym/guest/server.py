@@ -7,7 +7,7 @@ Run it inside any Linux desktop::
 It binds to loopback unless told otherwise, requires ``Authorization: Bearer <token>`` on every
 request when a token is set (compared in constant time), caps request bodies, and answers JSON
 4xx errors to malformed requests; no request can stop it. Idle and slow connections are closed
-and their number capped (:mod:`osworld_gym.guest.connections`), so no client without the token
+and their number capped (``osworld_gym.guest.connections``), so no client without the token
 can starve the one with it. One ``/actions`` request's work is bounded too (``--max-actions``,
 ``--max-action-keys``, ``--action-seconds``; advertised in ``/health``).
 
@@ -104,7 +104,7 @@ class GuestHTTPServer(ConnectionServer):
 class GuestRequestHandler(BaseHTTPRequestHandler):
     """Parses one request, checks the token and size limits, dispatches, and never raises.
 
-    It serves exactly one request of a :class:`Connection`; the server's selector waits for the
+    It serves exactly one request of a ``Connection``; the server's selector waits for the
     next one, so an idle keep-alive connection holds no thread.
     """
 
@@ -428,7 +428,7 @@ def read_token(token_file: str | None = None, token_fd: int | None = None) -> st
 
 
 def parse_args(argv: list[str] | None = None, prog: str = "osworld-gym-guest") -> GuestConfig:
-    """Parse the command line into a :class:`GuestConfig`.
+    """Parse the command line into a ``GuestConfig``.
 
     Args:
         argv: Arguments without the program name (None: ``sys.argv[1:]``).

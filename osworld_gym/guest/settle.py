@@ -1,6 +1,6 @@
 """Event-driven settle: wait on X events and launch signals instead of comparing frames.
 
-The ``"poll"`` settle (:mod:`osworld_gym.guest.capture`) copies the whole screen every few tens
+The ``"poll"`` settle (``osworld_gym.guest.capture``) copies the whole screen every few tens
 of milliseconds and is blind to work that does not draw: a LibreOffice that loads for seconds
 behind a still terminal looks settled. The ``"events"`` settle here
 
@@ -24,7 +24,7 @@ behind a still terminal looks settled. The ``"events"`` settle here
   ended it and which signals were pending or seen.
 
 Processes are sampled from ``/proc`` every few tens of milliseconds while a settle waits
-(:class:`ProcessWatch`). What no signal here sees: an app's own timers that fire after it went
+(``ProcessWatch``). What no signal here sees: an app's own timers that fire after it went
 idle without drawing or working first.
 
 One X connection, owned by a background thread started on first use, reads the events; the
@@ -175,7 +175,7 @@ class _Proc:
 
 @dataclass(frozen=True)
 class BusyProcesses:
-    """One sample of :class:`ProcessWatch`: names of the processes keeping a settle pending.
+    """One sample of ``ProcessWatch``: names of the processes keeping a settle pending.
 
     Attributes:
         launched: Processes started since the action began that used CPU lately.
@@ -210,7 +210,7 @@ class ProcessWatch:
     precision only). It stays busy ``BUSY_HOLD`` seconds after that, or ``BUSY_HOLD_SHARE`` of
     how long it has been busy (a new process ``LAUNCH_HOLD``), so the naps of an app's event
     loop between bursts of work, and the timers that finish a long piece of work, do not
-    end the wait. Processes busy when the action began (:meth:`mark`) are background and never
+    end the wait. Processes busy when the action began (``mark()``) are background and never
     count as busy. A busy process that ends keeps its hold: its parent may fork the next
     command of a list a moment later. A process "stirs" when its main thread ran at least
     ``STIR_NS`` since the previous sample and ``STIR_FACTOR`` times what it ran per second
@@ -417,7 +417,7 @@ class EventSettler:
     # --- the acting side -------------------------------------------------------------------
 
     def mark_action(self, commits: bool = False) -> None:
-        """Note that an acting request begins (see :meth:`ProcessWatch.mark`).
+        """Note that an acting request begins (see ``ProcessWatch.mark()``).
 
         Args:
             commits: The request presses Enter: if a dialog has the focus, it may answer
@@ -799,7 +799,7 @@ class EventSettler:
         mapped only after a round trip through the window manager), so nothing it draws once
         mapped can slip by; it reports the window's first drawing, its children's included,
         once, and the server frees it with the window. When this thread reads the creation
-        only after the window manager mapped the window, :meth:`_mapped` sees it.
+        only after the window manager mapped the window, ``_mapped()`` sees it.
         """
         self._forget_window(window.id)  # type: ignore[attr-defined]  # an id used again
         serial = disp.display.request_serial

@@ -2,20 +2,20 @@
 
 The core, importable without any trainer installed:
 
-* :mod:`.lease` -- :class:`DesktopLeases`, live desktops lent one trajectory at a time;
-* :mod:`.render` -- :func:`render_observation`, observations as chat content parts;
-* :mod:`.tools` -- :func:`tool_schemas` and :func:`action_from_tool_call`, the GUI actions as
+* ``.lease`` -- ``DesktopLeases``, live desktops lent one trajectory at a time;
+* ``.render`` -- ``render_observation()``, observations as chat content parts;
+* ``.tools`` -- ``tool_schemas()`` and ``action_from_tool_call()``, the GUI actions as
   function tools.
 
 One module per trainer builds on them, each needing that trainer's extra (importing one without
 its trainer raises an error that names the extra to install):
 
-* :mod:`.verl` -- ``OSWorldAgentLoop``, verl's agent loop ``osworld_agent`` (``[verl]``);
-* :mod:`.skyrl` -- ``OSWorldTextEnv``, skyrl-gym's env ``osworld`` (``[skyrl]``);
-* :mod:`.trl` -- ``osworld_environment``, TRL's ``environment_factory`` (``[trl]``);
-* :mod:`.openenv` -- ``OSWorldEnvironment`` and ``OSWorldEnvClient``, served by
+* ``.verl`` -- ``OSWorldAgentLoop``, verl's agent loop ``osworld_agent`` (``[verl]``);
+* ``.skyrl`` -- ``OSWorldTextEnv``, skyrl-gym's env ``osworld`` (``[skyrl]``);
+* ``.trl`` -- ``osworld_environment``, TRL's ``environment_factory`` (``[trl]``);
+* ``.openenv`` -- ``OSWorldEnvironment`` and ``OSWorldEnvClient``, served by
   ``osworld-gym serve-env`` (``[openenv]``);
-* :mod:`.episode` -- ``osworld_episode``, one UI-TARS episode against an OpenAI-compatible
+* ``.episode`` -- ``osworld_episode``, one UI-TARS episode against an OpenAI-compatible
   endpoint (no extra: the agents package, without torch).
 """
 

@@ -4,8 +4,8 @@ Several trainers take "an async function that talks to an OpenAI-compatible ``ba
 returns a reward" (rLLM's AgentFlow, AReaL's proxy agents, Agent Lightning, ART's client side):
 their proxy in front of the model records token ids and log-probs, the function only has to
 run the agent. This is that function for OSWorld: the UI-TARS-1.5 agent (ARPO's prompt and
-image history) over :class:`~osworld_agents.engines.openai_http.OpenAIEngine`, on a desktop
-borrowed from a :class:`~osworld_gym.integrations.DesktopLeases`.
+image history) over ``OpenAIEngine``, on a desktop
+borrowed from a ``DesktopLeases``.
 
 Needs the agents package (``osworld_agents``, no torch) and ``requests``; nothing trainer-specific.
 
@@ -47,7 +47,7 @@ DEFAULT_ENV: Mapping[str, Any] = {"provider": "local"}
 
 @dataclass
 class EpisodeOutcome:
-    """What one :func:`osworld_episode` call produced.
+    """What one ``osworld_episode()`` call produced.
 
     Attributes:
         reward: The env's score; None when every attempt was cut by an infrastructure fault or
@@ -56,7 +56,7 @@ class EpisodeOutcome:
         trajectory: The last attempt: every step's screenshot, model text, parse error and
             timings (``trajectory.infra_error`` when it was cut).
         attempts: Episodes run (1 unless infrastructure faults forced re-runs).
-        agent: The agent that acted, to rebuild the conversation (:meth:`messages`).
+        agent: The agent that acted, to rebuild the conversation (``messages()``).
         final_info: The env's info of the last step (``score``, ``fail_replaced``,
             ``parse_error``, ``infra_error``, ``timings``, ...).
     """

@@ -1,10 +1,10 @@
-"""A lease desk: live desktops handed out one trajectory at a time, over one :class:`EnvPool`.
+"""A lease desk: live desktops handed out one trajectory at a time, over one ``EnvPool``.
 
 Trainers such as verl, SkyRL and TRL own their rollout loop and build one env object per
 trajectory. Launching a desktop per trajectory would cost seconds to minutes each time, so the
-adapters borrow instead: :class:`DesktopLeases` keeps ``size`` envs alive in one pool and lends
-each to one trajectory at a time (:meth:`DesktopLeases.acquire` waits while all are out). A
-:class:`Lease` resets its env per episode and steps it; many threads or coroutines, on any
+adapters borrow instead: ``DesktopLeases`` keeps ``size`` envs alive in one pool and lends
+each to one trajectory at a time (``DesktopLeases.acquire()`` waits while all are out). A
+``Lease`` resets its env per episode and steps it; many threads or coroutines, on any
 event loop, may drive different leases at once. Each call waits for its own env's result only
 (never the pool's wait-any ``recv``), so no lease ever receives another's result.
 
@@ -13,8 +13,8 @@ episode with ``truncated=True`` and ``info["infra_error"]``, and the env relaunc
 at the next reset (the pool retries launches and retires an env whose desktop keeps failing).
 
 Because the trainers build their env objects in places the user does not control, adapters share
-one desk per process and env configuration through :meth:`DesktopLeases.shared`; it is closed at
-interpreter exit or by :func:`close_shared_leases`.
+one desk per process and env configuration through ``DesktopLeases.shared()``; it is closed at
+interpreter exit or by ``close_shared_leases()``.
 """
 
 from __future__ import annotations
@@ -83,10 +83,10 @@ def _as_factory(env: EnvSpec | EnvFactory | Mapping[str, Any]) -> EnvFactory:
 
 
 class Lease:
-    """One env lent to one trajectory; obtain it from :meth:`DesktopLeases.acquire`.
+    """One env lent to one trajectory; obtain it from ``DesktopLeases.acquire()``.
 
     Use it for one or more episodes (``reset`` then ``step`` until ``done``), then
-    :meth:`release` it (``with lease:`` / ``async with lease:`` do that). Not for use by two
+    ``release()`` it (``with lease:`` / ``async with lease:`` do that). Not for use by two
     callers at once: one trajectory owns it.
 
     Attributes:
@@ -102,7 +102,7 @@ class Lease:
 
     @property
     def released(self) -> bool:
-        """The lease was handed back; its calls now raise :class:`LeaseError`."""
+        """The lease was handed back; its calls now raise ``LeaseError``."""
         return self._released
 
     @property
@@ -167,7 +167,7 @@ class Lease:
         seed: int | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> EnvResult:
-        """Async :meth:`reset`, usable from any event loop."""
+        """Async ``reset()``, usable from any event loop."""
         self._check()
         opts = self._reset_options(task_id, options)
         results = await self._desk._acall(
@@ -190,7 +190,7 @@ class Lease:
         return self.last
 
     async def astep(self, action: Any) -> EnvResult:
-        """Async :meth:`step`, usable from any event loop."""
+        """Async ``step()``, usable from any event loop."""
         self._check()
         self.last = (await self._desk._acall(self._desk.pool.astep, [action], [self.env_id]))[0]
         return self.last
@@ -229,16 +229,16 @@ class Lease:
 
 
 class DesktopLeases:
-    """``size`` live envs in one :class:`EnvPool`, lent one trajectory at a time.
+    """``size`` live envs in one ``EnvPool``, lent one trajectory at a time.
 
     Args:
-        env: The env of every desktop: an :class:`~osworld_gym.pool.EnvSpec`, another
+        env: The env of every desktop: an ``EnvSpec``, another
             picklable env factory, or the keyword arguments of ``OSWorldEnv`` (``tasks``,
             ``provider``, ``screen_size``, ``action_format``, ``max_steps``, ...).
         size: How many envs (desktops) to keep; at most this many trajectories run at once.
         config: Pool settings (launch concurrency, timeouts, ``screenshot_format`` to have each
             result carry the screenshot encoded as PNG or JPEG).
-        backend: ``"thread"``, ``"ray"`` or a :class:`~osworld_gym.pool.RayBackendConfig`.
+        backend: ``"thread"``, ``"ray"`` or a ``RayBackendConfig``.
 
     Desktops launch at each env's first reset, not here, and stay up between episodes.
 
@@ -318,7 +318,7 @@ class DesktopLeases:
         return self._lend(env_id)
 
     async def aacquire(self, timeout: float | None = None) -> Lease:
-        """Async :meth:`acquire`: waits without blocking the caller's event loop."""
+        """Async ``acquire()``: waits without blocking the caller's event loop."""
         future = self._request()
         try:
             env_id = await asyncio.wait_for(asyncio.wrap_future(future), timeout)
@@ -436,7 +436,7 @@ class DesktopLeases:
 
     @property
     def closed(self) -> bool:
-        """:meth:`close` was called."""
+        """``close()`` was called."""
         return self._closed
 
     def stats(self) -> dict[str, float]:
@@ -457,7 +457,7 @@ class DesktopLeases:
         return {**self.pool.stats(), **own}
 
     def close(self) -> None:
-        """Stop every desktop; waiting and later ``acquire`` calls raise :class:`LeaseError`."""
+        """Stop every desktop; waiting and later ``acquire`` calls raise ``LeaseError``."""
         with self._lock:
             if self._closed:
                 return
@@ -540,7 +540,7 @@ def _forget_shared(desk: DesktopLeases) -> None:
 
 
 def close_shared_leases() -> None:
-    """Close every desk made by :meth:`DesktopLeases.shared` in this process."""
+    """Close every desk made by ``DesktopLeases.shared()`` in this process."""
     with _SHARED_LOCK:
         desks = list(_SHARED.values())
     started = time.monotonic()

@@ -3,18 +3,18 @@
 OpenEnv (``pip install 'osworld-gym[openenv]'``) serves an ``Environment`` over HTTP and
 WebSocket; TRL, SkyRL and verifiers consume such servers through OpenEnv's ``EnvClient``. Here:
 
-* :class:`OSWorldEnvironment` is the server side. OpenEnv builds one instance per WebSocket
-  session; each borrows a desktop from one shared :class:`~.lease.DesktopLeases` at its first
+* ``OSWorldEnvironment`` is the server side. OpenEnv builds one instance per WebSocket
+  session; each borrows a desktop from one shared ``DesktopLeases`` at its first
   ``reset`` and hands it back when the session ends (OpenEnv calls ``close()``), so desktops
   launch once per server and are reset per episode.
-* :func:`create_osworld_app` builds the FastAPI app (OpenEnv's ``create_app``) with as many
+* ``create_osworld_app()`` builds the FastAPI app (OpenEnv's ``create_app``) with as many
   concurrent sessions as desktops; ``osworld-gym serve-env`` runs it with uvicorn.
-* :class:`OSWorldEnvClient` is the client (OpenEnv's async ``EnvClient``; ``.sync()`` for
-  blocking code); :func:`decode_screenshot`, :func:`observation_image` and
-  :func:`observation_content` turn its observations into bytes, a PIL image or chat parts.
+* ``OSWorldEnvClient`` is the client (OpenEnv's async ``EnvClient``; ``.sync()`` for
+  blocking code); ``decode_screenshot()``, ``observation_image()`` and
+  ``observation_content()`` turn its observations into bytes, a PIL image or chat parts.
 
 Wire format: an action is the model's text (parsed with the server's ``action_format``, UI-TARS
-by default) or one tool call of :data:`~.tools.TOOL_NAMES` (``tool`` + ``arguments``, screen
+by default) or one tool call of ``TOOL_NAMES`` (``tool`` + ``arguments``, screen
 pixels). An observation carries the screenshot as base64 PNG or JPEG bytes, the instruction,
 ``last_action_error``, ``reward``, ``done`` and ``metadata`` (``score``, ``parse_error``,
 ``infra_error``, ``fail_replaced``, ``step``, ...).
@@ -167,7 +167,7 @@ class OSWorldEnvironment(Environment[OSWorldAction, OSWorldObservation, OSWorldS
 
     Construction is cheap and takes no desktop: OpenEnv also builds throwaway instances (for
     its stateless HTTP routes and checks). The desktop is borrowed at the first reset and kept
-    for the session's later episodes until :meth:`close`.
+    for the session's later episodes until ``close()``.
 
     Args:
         desk: The desktops shared by all sessions.
@@ -220,7 +220,7 @@ class OSWorldEnvironment(Environment[OSWorldAction, OSWorldObservation, OSWorldS
         options: Mapping[str, Any] | None = None,
         **unknown: Any,
     ) -> OSWorldObservation:
-        """Async :meth:`reset`: waits on the server's event loop, not on a thread."""
+        """Async ``reset()``: waits on the server's event loop, not on a thread."""
         _check_reset(unknown, episode_id, options)
         if self._lease is None:
             self._lease = await self._desk.aacquire(self._acquire_timeout)
@@ -245,7 +245,7 @@ class OSWorldEnvironment(Environment[OSWorldAction, OSWorldObservation, OSWorldS
     async def step_async(
         self, action: OSWorldAction, timeout_s: float | None = None, **kwargs: Any
     ) -> OSWorldObservation:
-        """Async :meth:`step`."""
+        """Async ``step()``."""
         payload, tool_error = _env_action(action)
         result = await self._running().astep(payload)
         return self._after_step(result, tool_error)
@@ -403,7 +403,7 @@ def create_osworld_app(
 
     Args:
         env: A desk to serve (the caller closes it), or the env of every desktop (an
-            :class:`~osworld_gym.pool.EnvSpec` or ``OSWorldEnv`` keyword arguments); then the
+            ``EnvSpec`` or ``OSWorldEnv`` keyword arguments); then the
             app builds the desk and closes it at shutdown.
         num_envs: Desktops to build (required unless ``env`` is a desk).
         pool_config: The pool's settings when the app builds the desk; screenshots are PNG
@@ -451,7 +451,7 @@ class OSWorldEnvClient(EnvClient[OSWorldAction, OSWorldObservation, OSWorldState
     """OpenEnv's WebSocket client for an ``osworld-gym serve-env`` server; one per session.
 
     Async by default (``await env.reset(task_id=...)``); ``.sync()`` gives the blocking
-    wrapper. ``step`` takes an :class:`OSWorldAction` or a plain string (the model's text).
+    wrapper. ``step`` takes an ``OSWorldAction`` or a plain string (the model's text).
 
     Args:
         base_url: The server, e.g. ``http://127.0.0.1:8000``.
@@ -530,7 +530,7 @@ def observation_content(
     style: Literal["openai", "hf"] = "openai",
     max_pixels: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Chat content parts for a model (see :func:`~.render.render_observation`).
+    """Chat content parts for a model (see ``render_observation()``).
 
     ``"openai"`` gives an ``image_url`` data URI, ``"hf"`` a PIL image (TRL's tool results);
     then the instruction on the first turn and the last action's error after.

@@ -2,8 +2,8 @@ r"""SkyRL adapter: OSWorld desktops as a ``skyrl-gym`` text environment register
 
 SkyRL's generators build one env object per trajectory with ``skyrl_gym.make(env_class,
 env_config=..., extras=row)`` and run its ``init``/``step``/``close`` on a thread pool
-(``environment.skyrl_gym.max_env_workers`` threads). :class:`OSWorldTextEnv` borrows a live
-desktop from the process-wide :class:`~osworld_gym.integrations.lease.DesktopLeases` for each
+(``environment.skyrl_gym.max_env_workers`` threads). ``OSWorldTextEnv`` borrows a live
+desktop from the process-wide ``DesktopLeases`` for each
 trajectory, so desktops launch once per process and are reset per episode:
 
 * ``init(prompt)`` resets the row's task and returns the prompt plus one user message holding
@@ -19,9 +19,9 @@ Observations carry images, so SkyRL must run its VLM generator
 (``generator.vision_language_generator=true``, ``batched=false``); the text generator would
 feed the image parts to a text chat template.
 
-Settings come from three places, later ones winning: :class:`OSWorldSkyRLConfig`'s defaults,
+Settings come from three places, later ones winning: ``OSWorldSkyRLConfig``'s defaults,
 ``env_config`` (what SkyRL passes: ``environment.skyrl_gym.osworld`` where a config defines it),
-and the dataset row's ``osworld_config`` column (a JSON object, as :func:`make_skyrl_dataset`
+and the dataset row's ``osworld_config`` column (a JSON object, as ``make_skyrl_dataset()``
 writes it). SkyRL's command line refuses keys its config classes do not declare, so the row is
 the usual place; keep the env settings equal across rows, since each distinct setting gets its
 own desk of ``desk_size`` desktops.
@@ -106,14 +106,14 @@ ENV_ID = "osworld"
 ENTRY_POINT = "osworld_gym.integrations.skyrl:OSWorldTextEnv"
 """The registry entry point (a string, so SkyRL's env specs stay JSON-serialisable)."""
 CONFIG_COLUMN = "osworld_config"
-"""The dataset column holding the env settings (a JSON object; see :class:`OSWorldSkyRLConfig`)."""
+"""The dataset column holding the env settings (a JSON object; see ``OSWorldSkyRLConfig``)."""
 
 _TURN_LIMIT_REASON = "turn limit reached"
 
 
 @dataclass(frozen=True)
 class OSWorldSkyRLConfig:
-    """Settings of :class:`OSWorldTextEnv`, read from ``env_config`` and the row.
+    """Settings of ``OSWorldTextEnv``, read from ``env_config`` and the row.
 
     Attributes:
         tasks: The task source of every desktop: a bundled suite name (``"ui-basics"``), a
@@ -129,8 +129,8 @@ class OSWorldSkyRLConfig:
         desk_size: Desktops this process keeps for the adapter: at most this many trajectories
             run at once (see the module's concurrency rule).
         backend: ``"thread"`` (desktops driven from this process) or ``"ray"`` / a mapping of
-            :class:`~osworld_gym.pool.RayBackendConfig` fields (desktops on Ray actors).
-        pool: :class:`~osworld_gym.pool.PoolConfig` fields (``max_concurrent_resets``,
+            ``RayBackendConfig`` fields (desktops on Ray actors).
+        pool: ``PoolConfig`` fields (``max_concurrent_resets``,
             ``launch_attempts``, ``step_timeout``, ``reset_timeout``).
         image_format: ``"png"`` or ``"jpeg"`` encoding of the screenshots sent to the model.
         max_pixels: Pixel budget of each screenshot (None: the screen's size); coordinates
@@ -217,7 +217,7 @@ class OSWorldSkyRLConfig:
         return PoolConfig(**dict(self.pool))
 
     def backend_config(self) -> str | RayBackendConfig:
-        """The desk's backend: a name or a :class:`~osworld_gym.pool.RayBackendConfig`."""
+        """The desk's backend: a name or a ``RayBackendConfig``."""
         if isinstance(self.backend, Mapping):
             return RayBackendConfig(**dict(self.backend))
         return self.backend
@@ -289,7 +289,7 @@ def _message_texts(messages: Sequence[Mapping[str, Any]]) -> Iterable[str]:
 
 @dataclass
 class _EpisodeStats:
-    """What :meth:`OSWorldTextEnv.get_metrics` reports for one trajectory."""
+    """What ``OSWorldTextEnv.get_metrics()`` reports for one trajectory."""
 
     steps: int = 0
     parse_errors: int = 0
@@ -307,7 +307,7 @@ class OSWorldTextEnv(BaseTextEnv):
 
     Args:
         env_config: Run-wide settings (``environment.skyrl_gym.osworld``): see
-            :class:`OSWorldSkyRLConfig`.
+            ``OSWorldSkyRLConfig``.
         extras: The dataset row: ``task_id`` (None lets the env sample one), optionally
             ``seed``, ``osworld_config`` (row settings, winning over ``env_config``) and
             ``max_turns`` (SkyRL's ``generator.max_turns``, set by its generator).
@@ -355,7 +355,7 @@ class OSWorldTextEnv(BaseTextEnv):
         Returns:
             ``(prompt + [user message with the screenshot], metadata)``. The user message
             carries the instruction too unless the prompt already states it (as
-            :func:`make_skyrl_dataset`'s UI-TARS prompt does). ``metadata`` holds
+            ``make_skyrl_dataset()``'s UI-TARS prompt does). ``metadata`` holds
             ``task_id``, ``env_id``, ``instruction``, ``reset_attempts`` and ``timings``.
 
         Raises:
@@ -488,7 +488,7 @@ class OSWorldTextEnv(BaseTextEnv):
 
     @staticmethod
     def aggregate_metrics(metrics: list[dict[str, Any]]) -> dict[str, Any]:
-        """A batch's numbers from :meth:`get_metrics` of its trajectories.
+        """A batch's numbers from ``get_metrics()`` of its trajectories.
 
         Returns:
             ``episodes``; ``success_rate`` and ``mean_steps`` over all episodes; ``mean_score``
@@ -633,7 +633,7 @@ def _warn_once(message: str) -> None:
 
 
 def register_osworld(id: str = ENV_ID, *, replace: bool = False) -> None:  # noqa: A002
-    """Register :class:`OSWorldTextEnv` in skyrl-gym's registry under ``id``.
+    """Register ``OSWorldTextEnv`` in skyrl-gym's registry under ``id``.
 
     Importing this module registers ``"osworld"`` already; call this for another id, or in a
     process that imported skyrl-gym's registry afresh (SkyRL's Ray workers run the entrypoint's
@@ -688,7 +688,7 @@ def skyrl_dataset_rows(
     ``osworld_config`` (the settings as a JSON object).
 
     Args:
-        tasks: Task ids of ``config.tasks``, a :class:`~osworld_gym.tasks.TaskSet`, or a
+        tasks: Task ids of ``config.tasks``, a ``TaskSet``, or a
             suite/source to load all tasks from (None: all of ``config.tasks``).
         config: The env settings written into each row.
         env_class: The registered id rows point at.
@@ -746,13 +746,13 @@ def make_skyrl_dataset(
     tasks: str | Sequence[str] | TaskSet | None = None,
     **kwargs: Any,
 ) -> Path:
-    """Write :func:`skyrl_dataset_rows` as a file SkyRL reads (``data.train_data=[path]``).
+    """Write ``skyrl_dataset_rows()`` as a file SkyRL reads (``data.train_data=[path]``).
 
     Args:
         path: ``.jsonl``/``.json`` (one JSON row per line; no extra packages) or ``.parquet``
             (needs pandas with pyarrow).
-        tasks: As for :func:`skyrl_dataset_rows`.
-        **kwargs: More arguments of :func:`skyrl_dataset_rows`.
+        tasks: As for ``skyrl_dataset_rows()``.
+        **kwargs: More arguments of ``skyrl_dataset_rows()``.
 
     Returns:
         The path written.

@@ -87,7 +87,7 @@ def tool_schemas(
 
     Args:
         screen_size: The screen's ``(width, height)`` in pixels.
-        names: Which tools, in order (default: all of :data:`TOOL_NAMES`).
+        names: Which tools, in order (default: all of ``TOOL_NAMES``).
 
     Raises:
         ValueError: An unknown tool name.
@@ -211,7 +211,7 @@ def action_from_tool_call(name: str, arguments: Mapping[str, Any] | str | None =
     """The typed action of one tool call (name and arguments as the model emitted them).
 
     Args:
-        name: A tool name of :data:`TOOL_NAMES`.
+        name: A tool name of ``TOOL_NAMES``.
         arguments: A mapping, or its JSON text (as OpenAI's API returns it).
 
     Raises:

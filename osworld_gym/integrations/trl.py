@@ -2,10 +2,10 @@
 
 TRL (``pip install 'osworld-gym[trl]'``, tested with trl 1.16) trains a policy that acts
 through **tool calls**: every public method of the environment class is a tool whose JSON schema
-TRL derives from the type hints and docstring. :func:`osworld_environment` builds that class for
+TRL derives from the type hints and docstring. ``osworld_environment()`` builds that class for
 one env configuration:
 
-* ``reset(**row)`` borrows a desktop from the process's shared :class:`DesktopLeases` desk,
+* ``reset(**row)`` borrows a desktop from the process's shared ``DesktopLeases`` desk,
   resets it on ``row["task_id"]`` and returns the first screenshot (a PIL image block) and, when
   the row's prompt does not already hold it, the task instruction;
 * the tools ``click``, ``double_click``, ``right_click``, ``drag``, ``scroll``, ``type_text``,
@@ -14,8 +14,8 @@ one env configuration:
 * ``get_reward()`` is the env's score of the episode: None when the desktop failed (TRL then
   leaves the rollout out of its group's mean and gives it no advantage).
 
-:func:`make_trl_dataset` writes the matching dataset (``prompt`` and ``task_id`` columns), and
-:func:`enable_qwen_tool_calling` gives a Qwen2.5-VL processor (UI-TARS-1.5's) the tool-calling
+``make_trl_dataset()`` writes the matching dataset (``prompt`` and ``task_id`` columns), and
+``enable_qwen_tool_calling()`` gives a Qwen2.5-VL processor (UI-TARS-1.5's) the tool-calling
 chat template TRL needs, which the stock one lacks.
 
 Example:
@@ -33,7 +33,7 @@ What TRL does with an environment (trl 1.16.0, ``trl/trainer/grpo_trainer.py``):
   generation batch one after another (L2385-L2389), then, after each generation round, runs
   every sample's tool calls one after another (``_tool_call_loop``, L1965-L1993). Desktops never
   work at the same time: a batch of B rollouts of S steps spends about
-  ``B * (t_reset + S * t_step)`` in env calls, where :class:`~osworld_gym.pool.EnvPool`'s
+  ``B * (t_reset + S * t_step)`` in env calls, where ``EnvPool``'s
   wait-any would spend about ``t_reset + S * t_step``. Measured for issue 19 with TRL's call
   order against EnvPool on identical ``ui-basics`` episodes: 16.9 s vs 4.7 s with 4 envs,
   32.3 s vs 5.6 s with 8 (3.6-5.7x). Keep screens small, use ``local`` or docker ``session``
@@ -43,7 +43,7 @@ What TRL does with an environment (trl 1.16.0, ``trl/trainer/grpo_trainer.py``):
   lease only from its ``reset`` until its episode ends (or, at the latest, its next ``reset``),
   but all rollouts of a batch run at the same time, so ``desk_size`` must be at least
   ``GRPOConfig.generation_batch_size`` divided by the number of processes; ``reset`` raises a
-  :class:`~osworld_gym.integrations.LeaseError` naming this when the desk runs out.
+  ``LeaseError`` naming this when the desk runs out.
 * A tool that raises is answered with ``{"error": message}`` (L1988-L1991); after the episode
   has ended, every tool raises ``ValueError("Episode over.")``.
 * ``get_reward`` is called once per finished rollout (L716-L727); a None becomes NaN (L1630),
@@ -131,7 +131,7 @@ _INFRA_RESET_ERRORS = (ProviderError, GuestError, EnvRetiredError, WorkerLostErr
 
 
 class _Settings:
-    """What one :func:`osworld_environment` class was built with (shared by its instances)."""
+    """What one ``osworld_environment()`` class was built with (shared by its instances)."""
 
     def __init__(
         self,
@@ -168,7 +168,7 @@ class _Settings:
 class OSWorldTRLEnv:
     """One rollout's view of an OSWorld desktop, for TRL's ``environment_factory``.
 
-    Do not instantiate this class: :func:`osworld_environment` returns a subclass configured for
+    Do not instantiate this class: ``osworld_environment()`` returns a subclass configured for
     one env (tasks, screen, provider) whose tool docstrings state the screen's coordinate range.
     TRL creates its instances (with no arguments) and reuses them across batches.
 
@@ -600,11 +600,11 @@ def osworld_environment(
     """The environment class to pass as ``GRPOTrainer(environment_factory=...)``.
 
     Its instances share this process's desk of ``desk_size`` desktops
-    (:meth:`DesktopLeases.shared`), launched at their first reset and reset per episode.
+    (``DesktopLeases.shared()``), launched at their first reset and reset per episode.
 
     Args:
         tasks: The tasks: a bundled suite name, an OSWorld folder or index, task dicts or a
-            :class:`~osworld_gym.tasks.TaskSet` (the dataset's ``task_id`` values come from it).
+            ``TaskSet`` (the dataset's ``task_id`` values come from it).
         screen_size: The desktop's ``(width, height)``; the tools' coordinates are its pixels.
         provider: ``"local"``, a provider config, or a provider.
         max_steps: The env's step limit (the last allowed step is scored).
@@ -614,7 +614,7 @@ def osworld_environment(
         desk_size: Desktops kept for this configuration: at least the rollouts TRL generates
             at once on this process (``generation_batch_size`` / processes).
         env_kwargs: More ``OSWorldEnv`` keyword arguments (``config``, ``cache_dir``, ...).
-        pool_config: Settings of the desk's :class:`~osworld_gym.pool.EnvPool`.
+        pool_config: Settings of the desk's ``EnvPool``.
         backend: The pool's backend, ``"thread"`` or Ray.
         unfinished: How an episode the model left without ``done()``/``fail()`` is scored:
             ``"evaluate"`` (step ``done()`` for it and score the desktop) or ``"zero"``.
@@ -623,7 +623,7 @@ def osworld_environment(
             the rollout is dropped (reward None).
 
     Returns:
-        A zero-argument class (a subclass of :class:`OSWorldTRLEnv`) named ``OSWorld``; TRL logs
+        A zero-argument class (a subclass of ``OSWorldTRLEnv``) named ``OSWorld``; TRL logs
         its reward as ``rewards/OSWorld/mean``. Equal arguments return the same class.
 
     Raises:
@@ -715,7 +715,7 @@ def make_trl_dataset(
     """A TRL dataset of the tasks: one row per task with ``prompt`` and ``task_id``.
 
     ``prompt`` is a conversation: a system message (how to act through the tools) and a user
-    message with the task's instruction; :class:`OSWorldTRLEnv`'s ``reset`` appends the first
+    message with the task's instruction; ``OSWorldTRLEnv``'s ``reset`` appends the first
     screenshot to that user message.
 
     Args:
@@ -726,7 +726,7 @@ def make_trl_dataset(
         repeat: Rows per task (each row becomes ``num_generations`` rollouts in TRL).
 
     Returns:
-        A :class:`datasets.Dataset` (``datasets`` comes with TRL).
+        A ``datasets.Dataset`` (``datasets`` comes with TRL).
 
     Raises:
         UnknownTaskError: A task id that the tasks do not have.
@@ -823,7 +823,7 @@ def enable_qwen_tool_calling(processing_class: Any) -> Any:
     TRL 1.16 needs a chat template that renders tools, tool calls and tool results, and a
     response parser that reads tool calls back; for Qwen2.5-VL it has neither (the stock
     template renders no tools, and TRL's ``add_response_schema`` does not know it). This sets
-    :data:`QWEN_TOOL_CHAT_TEMPLATE` on the processor and TRL's parser of Qwen's
+    ``QWEN_TOOL_CHAT_TEMPLATE`` on the processor and TRL's parser of Qwen's
     ``<tool_call>`` JSON format (the one it uses for Qwen2.5 and Qwen3) on its tokenizer.
 
     Args:

@@ -3,7 +3,7 @@
 verl (0.9.1 and later) rolls out every dataset row through an *agent loop*: an
 ``AgentLoopBase`` subclass, instantiated per trajectory inside an ``AgentLoopWorker``, whose
 ``async run(sampling_params, **row)`` returns one ``AgentLoopOutput``. This module ships
-:class:`OSWorldAgentLoop`, registered as ``osworld_agent``, which plays one desktop episode
+``OSWorldAgentLoop``, registered as ``osworld_agent``, which plays one desktop episode
 with the UI-TARS-1.5 prompt as ARPO sends it:
 
     system     "Your are a helpful assistant."
@@ -16,20 +16,20 @@ with the UI-TARS-1.5 prompt as ARPO sends it:
 
 Tokens are built incrementally with verl's own continuous-token builder, so the sampled ids
 stay exactly as the server produced them (earlier responses are *not* re-rendered with
-:func:`~osworld_agents.uitars.prompt.add_box_tokens` as ARPO's text history does: the trained
+``add_box_tokens()`` as ARPO's text history does: the trained
 tokens must be the sampled ones). Each screenshot is smart-resized with the bounds the env's
 ``uitars`` parser maps coordinates back with, appended to ``multi_modal_data["images"]``, and
 rendered through the processor, so every image has exactly one placeholder span of the right
 length; a screenshot that would not fit in ``response_length`` ends the episode *before* it is
 added, never cut in half (the "image features and image tokens do not match" class of bugs).
 
-Desktops come from one :class:`~osworld_gym.integrations.lease.DesktopLeases` per worker
-process (:meth:`DesktopLeases.shared`): launched once, reset per episode, lent one trajectory at
+Desktops come from one ``DesktopLeases`` per worker
+process (``DesktopLeases.shared()``): launched once, reset per episode, lent one trajectory at
 a time. Give each worker about ``ceil(train_batch_size * rollout.n / agent.num_workers)``
 desktops (``desk_size``) so no trajectory waits for one.
 
 Settings come from the agent-loop YAML (``actor_rollout_ref.rollout.agent.agent_loop_config_path``)
-or keyword arguments; see :class:`OSWorldLoopConfig`::
+or keyword arguments; see ``OSWorldLoopConfig``::
 
     - name: osworld_agent
       _target_: osworld_gym.integrations.verl.OSWorldAgentLoop
@@ -61,9 +61,9 @@ At construction the loop measures, with the model's own processor, how many toke
 and each screenshot take, and raises a ``ValueError`` naming the settings to change when
 ``rollout.prompt_length`` / ``rollout.response_length`` (``data.max_prompt_length`` /
 ``data.max_response_length``), ``rollout.max_model_len`` or ``rollout.limit_images`` cannot
-hold ``max_steps`` screenshots (:func:`measure_budget`).
+hold ``max_steps`` screenshots (``measure_budget()``).
 
-:func:`make_verl_dataset` writes the parquet rows (``prompt``, ``agent_name``,
+``make_verl_dataset()`` writes the parquet rows (``prompt``, ``agent_name``,
 ``data_source``, ``extra_info.task_id``) for a task list.
 
 verl pins ``transformers<5.11``, which clashes with osworld-gym's ``train`` extra: install verl
@@ -135,7 +135,7 @@ _DEFAULT_MAX_STEPS = 15  # OSWorldEnv's default max_steps
 
 @dataclass(frozen=True)
 class OSWorldLoopConfig:
-    """Settings of :class:`OSWorldAgentLoop` (the keys of its agent-loop YAML entry).
+    """Settings of ``OSWorldAgentLoop`` (the keys of its agent-loop YAML entry).
 
     Attributes:
         env: Keyword arguments of the env (``OSWorldEnv``): ``tasks``, ``provider``,
@@ -144,7 +144,7 @@ class OSWorldLoopConfig:
             the model's coordinates back as the screenshots were resized.
         desk_size: Desktops per worker process: trajectories of one worker that can run at once.
         backend: Where the desk's envs run: ``"thread"`` (this process) or ``"ray"``.
-        pool: :class:`~osworld_gym.pool.PoolConfig` fields of the desk's pool (timeouts,
+        pool: ``PoolConfig`` fields of the desk's pool (timeouts,
             launch concurrency, ...).
         max_attempts: Runs of an episode at most: an infrastructure fault re-runs it on a fresh
             lease until this many attempts have failed.
@@ -496,8 +496,8 @@ class OSWorldAgentLoop(AgentLoopBase):
 
     verl builds it (``hydra.utils.instantiate``) with its trainer config, server manager,
     tokenizer and processor; the keys of the agent-loop YAML entry (or keyword arguments) are
-    :class:`OSWorldLoopConfig` fields. A dataset row needs ``extra_info.task_id`` (what
-    :func:`make_verl_dataset` writes); ``extra_info.seed`` seeds the env's reset.
+    ``OSWorldLoopConfig`` fields. A dataset row needs ``extra_info.task_id`` (what
+    ``make_verl_dataset()`` writes); ``extra_info.seed`` seeds the env's reset.
 
     ``extra_fields`` of the output (verl copies them into the batch's non-tensor fields):
     ``task_id``; ``steps`` (env steps of the returned attempt); ``parse_errors`` (responses
@@ -912,8 +912,8 @@ def make_verl_dataset(
     ``suite``). Repeats per task are verl's ``rollout.n``.
 
     Args:
-        tasks: What :func:`osworld_gym.load_tasks` takes (a bundled suite name, a folder, an
-            index JSON, task dicts) or a :class:`~osworld_gym.tasks.TaskSet`.
+        tasks: What ``osworld_gym.load_tasks()`` takes (a bundled suite name, a folder, an
+            index JSON, task dicts) or a ``TaskSet``.
         path: The parquet file to write (folders are created).
         task_ids: Only these tasks, in this order.
         data_source: The rows' ``data_source`` (verl groups validation metrics by it).

@@ -1,11 +1,11 @@
 """The env pool: many envs from one process, wait-any send/recv, rollout-wise collection.
 
-* :class:`EnvPool` -- N envs on per-env threads (or Ray actors), envpool-style ``send``/``recv``
+* ``EnvPool`` -- N envs on per-env threads (or Ray actors), envpool-style ``send``/``recv``
   with per-env recovery; blocking and asyncio APIs.
-* :class:`RolloutCollector` -- runs (task, rollout) episodes rollout-wise, refilling each env as
-  soon as it frees, and hands back whole GRPO groups of :class:`Trajectory` records.
-* :class:`LockstepCollector` -- ARPO's lock-step collection, the baseline to compare with.
-* :class:`PoolVectorEnv` -- a Gymnasium ``VectorEnv`` over a pool.
+* ``RolloutCollector`` -- runs (task, rollout) episodes rollout-wise, refilling each env as
+  soon as it frees, and hands back whole GRPO groups of ``Trajectory`` records.
+* ``LockstepCollector`` -- ARPO's lock-step collection, the baseline to compare with.
+* ``PoolVectorEnv`` -- a Gymnasium ``VectorEnv`` over a pool.
 
 Ray is imported only when the Ray backend is used.
 """

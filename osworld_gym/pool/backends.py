@@ -2,7 +2,7 @@
 
 ``OSWorldEnv`` calls are blocking HTTP and subprocess work, so the in-process backend gives each
 env its own single-thread executor: every env's calls run in order on its own thread, and the
-pool's event loop only awaits them. The Ray backend (:mod:`.ray_backend`) offers the same
+pool's event loop only awaits them. The Ray backend (``.ray_backend``) offers the same
 interface with each worker in an actor.
 """
 
@@ -138,7 +138,7 @@ def _executor(env_id: int) -> ThreadPoolExecutor:
 def make_backend(
     spec: str | RayBackendConfig | Backend, factories: Sequence[EnvFactory], config: PoolConfig
 ) -> Backend:
-    """Build a backend from ``"thread"``, a :class:`RayBackendConfig`, or pass one through.
+    """Build a backend from ``"thread"``, a ``RayBackendConfig``, or pass one through.
 
     Raises:
         ValueError: An unknown backend name or type; the message lists the choices.

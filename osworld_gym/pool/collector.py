@@ -1,7 +1,7 @@
 """Rollout-wise collection: every (task, rollout) is its own episode, and envs never wait.
 
 An env that finishes an episode starts the next requested one at once (DART-GUI's scheduling;
-ARPO instead steps all envs in lock-step, see :mod:`.lockstep`). An env's request for its next
+ARPO instead steps all envs in lock-step, see ``.lockstep``). An env's request for its next
 action goes out as soon as the env is ready, batched with whatever other envs are ready at that
 moment, so a slow env or a slow policy call never holds back the others. Groups (all rollouts of
 a task) are handed back whole, in the order they complete.
@@ -11,14 +11,14 @@ serve concurrent calls usefully -- an in-process model that generates one batch 
 that is not thread-safe -- declares it with a ``max_concurrent_calls`` attribute (1: one call at
 a time), and the collector never exceeds it; ``CollectorConfig.policy_concurrency`` caps it too.
 
-:class:`CollectionStats` says where the desktops' time went: utilization (acting or being
+``CollectionStats`` says where the desktops' time went: utilization (acting or being
 observed) and occupancy (that, or waiting for the env's own policy call).
 
 The collection runs as a task on the pool's event loop, so envs keep stepping while the caller
 works on the groups it already has.
 
-A *streaming* collection (:meth:`RolloutCollector.stream`) takes its tasks from a
-:class:`TaskFeed` instead of a fixed list: the caller puts groups from any thread while the
+A *streaming* collection (``RolloutCollector.stream()``) takes its tasks from a
+``TaskFeed`` instead of a fixed list: the caller puts groups from any thread while the
 collection runs, an env that frees up pulls the next one, and the collection ends once the feed
 is closed and everything put has finished. A trainer keeps the feed a few iterations ahead so
 the desktops never wait for an update (DART-GUI's decoupled mode).
@@ -62,7 +62,7 @@ class CollectorConfig:
             other envs ready at that moment, so there is at most one call per waiting env. An
             int caps the calls in flight (1: one batched call at a time; the envs that become
             ready meanwhile wait and go together in the next call). A policy's own
-            ``max_concurrent_calls`` (see :func:`policy_call_limit`) lowers the cap further.
+            ``max_concurrent_calls`` (see ``policy_call_limit()``) lowers the cap further.
         max_policy_batch: Requests per policy call at most (None: every ready env).
         seed: Seeds each env's first reset (``seed + env_id``); None leaves envs unseeded.
         screenshot_format: Encoding of stored screenshots when the pool's workers do not
@@ -221,7 +221,7 @@ def _ratio(part: float, whole: float) -> float:
 
 
 class UtilizationMeter:
-    """Counts one collection's :class:`CollectionStats` as its events happen.
+    """Counts one collection's ``CollectionStats`` as its events happen.
 
     Args:
         num_envs: Envs the collection can use (the desktop-seconds' width).
@@ -269,7 +269,7 @@ class UtilizationMeter:
             self.finished = self.clock()
 
     def snapshot(self) -> CollectionStats:
-        """The stats so far (the wall clock running until :meth:`stop`)."""
+        """The stats so far (the wall clock running until ``stop()``)."""
         end = self.clock() if self.finished is None else self.finished
         wall = end - self.started
         stats = CollectionStats(**{f.name: getattr(self.stats, f.name) for f in fields(self.stats)})
@@ -285,7 +285,7 @@ class TaskFeed:
     """The groups of a streaming collection, put from any thread and pulled lazily.
 
     A group is pulled only when an env frees up and every earlier group has started, so what
-    is still in the feed has not touched a desktop; :meth:`close` says no more will come.
+    is still in the feed has not touched a desktop; ``close()`` says no more will come.
 
     Example:
         >>> feed = TaskFeed()
@@ -332,7 +332,7 @@ class TaskFeed:
 
     @property
     def closed(self) -> bool:
-        """:meth:`close` was called."""
+        """``close()`` was called."""
         return self._closed
 
     @property
@@ -360,7 +360,7 @@ class RolloutCollector:
 
     Args:
         pool: The pool; the collector owns it while collecting (no other calls in flight).
-        policy: A batched policy (see :data:`~osworld_gym.pool.policy.Policy`).
+        policy: A batched policy (see ``Policy``).
         config: Collection settings.
     """
 
@@ -433,11 +433,11 @@ class RolloutCollector:
     def groups(
         self, tasks: Sequence[TaskRef], group_sizes: Sequence[int] | None = None
     ) -> Iterator[TrajectoryGroup]:
-        """Blocking :meth:`agroups`."""
+        """Blocking ``agroups()``."""
         return self._blocking(self.agroups(tasks, group_sizes))
 
     def stream(self, feed: TaskFeed) -> Iterator[tuple[Any, TrajectoryGroup]]:
-        """Blocking :meth:`astream`: ``(tag, group)`` pairs in completion order."""
+        """Blocking ``astream()``: ``(tag, group)`` pairs in completion order."""
         return self._blocking(self.astream(feed))
 
     def _blocking(self, agen: AsyncGenerator[T, None]) -> Iterator[T]:
@@ -457,7 +457,7 @@ class RolloutCollector:
     def collect(
         self, tasks: Sequence[TaskRef], group_sizes: Sequence[int] | None = None
     ) -> list[TrajectoryGroup]:
-        """Every group, in completion order (``group_sizes`` as in :meth:`agroups`)."""
+        """Every group, in completion order (``group_sizes`` as in ``agroups()``)."""
         return list(self.groups(tasks, group_sizes))
 
 

@@ -54,7 +54,7 @@ def is_count(value: object) -> bool:
 class EnvFactory(Protocol):
     """Builds one env.
 
-    Must be picklable for the Ray backend: a module-level function or an :class:`EnvSpec`, not a
+    Must be picklable for the Ray backend: a module-level function or an ``EnvSpec``, not a
     lambda.
     """
 
@@ -93,13 +93,13 @@ class EnvSpec:
 
 @dataclass(frozen=True)
 class PoolConfig:
-    """Settings of an :class:`~osworld_gym.pool.EnvPool`.
+    """Settings of an ``EnvPool``.
 
     Attributes:
         max_concurrent_resets: Resets (desktop launches included) running at once, across the
             pool; launching many desktops together starves a small host. None (default): scale
             with the pool and the desktops' host, ``min(num_envs, max(4, 4 * cores))`` (see
-            :func:`auto_reset_cap`); the cores are this host's usable cores with the thread
+            ``auto_reset_cap()``); the cores are this host's usable cores with the thread
             backend, and ``num_envs * num_cpus`` with the Ray backend (each actor reserves its
             CPUs on a desktop host). On 2 cores: 8. An int: exactly that cap.
         launch_attempts: Resets in a row that may fail for infrastructure reasons (each is an
@@ -151,7 +151,7 @@ class PoolConfig:
 
         Args:
             num_envs: Envs of the pool.
-            cpus: Cores of the desktops' host(s); None: this host's (:func:`host_cpus`).
+            cpus: Cores of the desktops' host(s); None: this host's (``host_cpus()``).
         """
         if self.max_concurrent_resets is not None:
             return self.max_concurrent_resets

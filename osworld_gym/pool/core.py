@@ -1,11 +1,11 @@
 """The pool's engine, living on one event loop: a task per env, wait-any results, recovery.
 
-Each env has a slot: its caller-visible :class:`EnvState`, an inbox of commands, and one task
+Each env has a slot: its caller-visible ``EnvState``, an inbox of commands, and one task
 that runs those commands through the backend in order. Finished results wait in one outbox,
 in completion order, until ``recv`` takes them (wait-any). Resets, desktop launches included,
 pass a semaphore that caps how many run at once. A reset that fails for infrastructure reasons
 is retried on a fresh env, up to ``launch_attempts`` times in a row; then the env is retired and
-its result carries :class:`EnvRetiredError`, while the other envs go on.
+its result carries ``EnvRetiredError``, while the other envs go on.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class PoolCore:
         backend: Runs the workers.
         config: Pool settings.
         max_concurrent_resets: The resolved cap on resets at once; None: the config's
-            (:meth:`PoolConfig.reset_cap`, this host's cores when automatic).
+            (``PoolConfig.reset_cap()``, this host's cores when automatic).
     """
 
     def __init__(
@@ -343,6 +343,6 @@ class PoolCore:
         logger.info("pool of %d envs closed", self.num_envs)
 
     def raise_if_closed(self) -> None:
-        """Raise :class:`ClosedPoolError` once the pool is closed."""
+        """Raise ``ClosedPoolError`` once the pool is closed."""
         if self.state is PoolState.CLOSED:
             raise ClosedPoolError("the pool is closed; create a new EnvPool")

@@ -3,7 +3,7 @@
 ARPO (``docs/design/arpo.md#training-iteration``) gives every env one episode of the batch, then
 loops: one batched policy call over all envs still running, one step on each, and a wait for the
 slowest before the next step; a new batch starts only when every episode of the current one is over.
-This collector does the same on an :class:`EnvPool`, in chunks of as many episodes as the pool has
+This collector does the same on an ``EnvPool``, in chunks of as many episodes as the pool has
 live envs, and returns groups whole when their chunk ends.
 """
 
@@ -52,7 +52,7 @@ class LockstepCollector:
         return await self.pool._arun(self._collect(tasks))
 
     def collect(self, tasks: Sequence[TaskRef]) -> list[TrajectoryGroup]:
-        """Blocking :meth:`acollect`."""
+        """Blocking ``acollect()``."""
         return self.pool._run(self._collect(tasks))
 
     async def _collect(self, tasks: Sequence[TaskRef]) -> list[TrajectoryGroup]:

@@ -20,7 +20,7 @@ logger = logging.getLogger(__name__)
 
 
 class LoopThread:
-    """An asyncio event loop running on a daemon thread until :meth:`stop`.
+    """An asyncio event loop running on a daemon thread until ``stop()``.
 
     Args:
         name: Name of the thread (shows up in stack dumps).

@@ -26,7 +26,7 @@ class PolicyRequest:
         trajectory: The episode so far (encoded screenshots, actions, model text), e.g. for a
             prompt with image history.
         tag: The tag its group was fed with in a streaming collection
-            (:class:`~osworld_gym.pool.collector.TaskFeed`), None otherwise: it tells apart two
+            (``TaskFeed``), None otherwise: it tells apart two
             episodes of the same task and rollout index fed at different times.
     """
 
@@ -60,7 +60,7 @@ Policy: TypeAlias = Callable[
     [list[PolicyRequest]], "Sequence[PolicyOutput | Any] | Awaitable[Sequence[PolicyOutput | Any]]"
 ]
 """A batched policy: sync (run on a worker thread) or async (awaited on the pool's loop).
-Each output is a :class:`PolicyOutput` or a bare action (a string is also the model text)."""
+Each output is a ``PolicyOutput`` or a bare action (a string is also the model text)."""
 
 
 async def call_policy(

@@ -95,11 +95,11 @@ class EnvPool:
 
     Args:
         env_fns: One env factory (used for every env) or one per env: a picklable callable
-            such as :class:`~osworld_gym.pool.EnvSpec` (the Ray backend pickles it).
+            such as ``EnvSpec`` (the Ray backend pickles it).
         num_envs: Number of envs (required with a single factory).
         config: Pool settings.
         backend: ``"thread"`` (each env on its own thread in this process), ``"ray"`` or a
-            :class:`~osworld_gym.pool.RayBackendConfig` (each env in a Ray actor), or a backend.
+            ``RayBackendConfig`` (each env in a Ray actor), or a backend.
 
     ``with EnvPool(...) as pool:`` closes the pool, which stops every desktop; so do garbage
     collection and interpreter exit. Desktops of the ``local`` provider also stop when this
@@ -220,7 +220,7 @@ class EnvPool:
     async def asend_reset(
         self, env_ids: Sequence[int] | None = None, *, seed: Seeds = None, options: Options = None
     ) -> None:
-        """Start resets without waiting; results come through :meth:`arecv`.
+        """Start resets without waiting; results come through ``arecv()``.
 
         Args:
             env_ids: Envs to reset (default: every env that is not retired).
@@ -237,7 +237,7 @@ class EnvPool:
         await self._arun(_sync(self._core.send_reset, ids, seeds, opts))
 
     async def asend(self, actions: Sequence[Any], env_ids: Sequence[int] | None = None) -> None:
-        """Start steps without waiting; results come through :meth:`arecv`.
+        """Start steps without waiting; results come through ``arecv()``.
 
         Args:
             actions: One action per env id.
@@ -284,7 +284,7 @@ class EnvPool:
         options: Options = None,
         timeout: float | None = None,
     ) -> list[EnvResult]:
-        """Reset envs and wait for their results (in ``env_ids`` order); see :meth:`asend_reset`.
+        """Reset envs and wait for their results (in ``env_ids`` order); see ``asend_reset()``.
 
         Failed resets come back with ``result.error`` set rather than raised.
         """
@@ -313,7 +313,7 @@ class EnvPool:
         return await self._arun(self._core.call(ids, fn))
 
     async def aclose(self) -> None:
-        """Close the pool: see :meth:`close`."""
+        """Close the pool: see ``close()``."""
         if self._loop.in_loop():
             await self._core.close()
             return
@@ -326,11 +326,11 @@ class EnvPool:
     def send_reset(
         self, env_ids: Sequence[int] | None = None, *, seed: Seeds = None, options: Options = None
     ) -> None:
-        """Blocking :meth:`asend_reset` (returns at once; the resets run in the background)."""
+        """Blocking ``asend_reset()`` (returns at once; the resets run in the background)."""
         self._run(self.asend_reset(env_ids, seed=seed, options=options))
 
     def send(self, actions: Sequence[Any], env_ids: Sequence[int] | None = None) -> None:
-        """Blocking :meth:`asend` (returns at once; the steps run in the background)."""
+        """Blocking ``asend()`` (returns at once; the steps run in the background)."""
         self._run(self.asend(actions, env_ids))
 
     def recv(
@@ -339,7 +339,7 @@ class EnvPool:
         timeout: float | None = None,
         max_results: int | None = None,
     ) -> list[EnvResult]:
-        """Blocking :meth:`arecv`."""
+        """Blocking ``arecv()``."""
         return self._run(self.arecv(min_results, timeout, max_results))
 
     def reset(
@@ -350,7 +350,7 @@ class EnvPool:
         options: Options = None,
         timeout: float | None = None,
     ) -> list[EnvResult]:
-        """Blocking :meth:`areset`."""
+        """Blocking ``areset()``."""
         return self._run(self.areset(env_ids, seed=seed, options=options, timeout=timeout))
 
     def step(
@@ -360,11 +360,11 @@ class EnvPool:
         *,
         timeout: float | None = None,
     ) -> list[EnvResult]:
-        """Blocking :meth:`astep`: ``send`` + wait for those envs."""
+        """Blocking ``astep()``: ``send`` + wait for those envs."""
         return self._run(self.astep(actions, env_ids, timeout=timeout))
 
     def call(self, fn: Any, env_ids: Sequence[int] | None = None) -> list[Any]:
-        """Blocking :meth:`acall`."""
+        """Blocking ``acall()``."""
         return self._run(self.acall(fn, env_ids))
 
     def close(self) -> None:

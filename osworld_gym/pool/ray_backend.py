@@ -1,6 +1,6 @@
 """The Ray backend: each env worker in a Ray actor, placed across the nodes of a Ray cluster.
 
-Each actor owns one :class:`~osworld_gym.pool.worker.EnvWorker`, so envs behave exactly as in
+Each actor owns one ``EnvWorker``, so envs behave exactly as in
 the in-process backend. Actors can be spread over desktop hosts by a custom resource per host
 (``RayBackendConfig.resource_prefix``), as ARPO does with ``docker:<ip>`` labels. An actor that
 dies (its node lost, its process killed) is replaced before the env's next call; the call it
@@ -62,7 +62,7 @@ class EnvActor:
 
 
 def portable_error(error: BaseException) -> BaseException:
-    """The error itself if it survives pickling, else an :class:`OSWorldGymError` naming it.
+    """The error itself if it survives pickling, else an ``OSWorldGymError`` naming it.
 
     Exceptions whose ``__init__`` takes other arguments than their message do not unpickle.
     """

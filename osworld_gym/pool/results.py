@@ -1,4 +1,4 @@
-"""What a pool hands back for each call: one :class:`EnvResult`, tagged with its env id."""
+"""What a pool hands back for each call: one ``EnvResult``, tagged with its env id."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class EnvResult:
         truncated: The episode ended by the step limit or an infrastructure fault.
         info: The env's info dict (``task_id``, ``step``, ``timings``, ``infra_error``, ...).
         error: Why a reset failed: the env's exception (e.g. an unknown task id), or
-            :class:`~osworld_gym.errors.EnvRetiredError` when the env's desktop kept failing.
+            ``EnvRetiredError`` when the env's desktop kept failing.
         screenshot: The observation's screenshot encoded as PNG or JPEG, when the pool's
             ``screenshot_format`` asks for it.
         elapsed: Seconds the worker spent on the call.

@@ -100,7 +100,7 @@ class RolloutBook:
             task: The task.
             group_size: Its rollouts.
             tag: Anything the caller wants back with the finished group (see
-                :meth:`on_result_tagged`).
+                ``on_result_tagged()``).
 
         Raises:
             ValueError: No ``task_id``, or a size below 1.
@@ -171,7 +171,7 @@ class RolloutBook:
     def on_result_tagged(
         self, result: EnvResult, screenshot: bytes | None
     ) -> tuple[Any, TrajectoryGroup] | None:
-        """:meth:`on_result`, with the completed group's tag (given to :meth:`add`)."""
+        """``on_result()``, with the completed group's tag (given to ``add()``)."""
         episode = self.running[result.env_id]
         trajectory = episode.trajectory
         if result.error is not None:

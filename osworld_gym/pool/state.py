@@ -51,7 +51,7 @@ class Command(enum.Enum):
 
 
 def check_open(state: PoolState) -> None:
-    """Raise :class:`ClosedPoolError` unless the pool is open."""
+    """Raise ``ClosedPoolError`` unless the pool is open."""
     if state is not PoolState.OPEN:
         raise ClosedPoolError("the pool is closed; create a new EnvPool")
 

@@ -1,4 +1,4 @@
-"""A Gymnasium ``VectorEnv`` over an :class:`EnvPool`, for users of the stock vector API.
+"""A Gymnasium ``VectorEnv`` over an ``EnvPool``, for users of the stock vector API.
 
 Same batching, info layout and autoreset modes as ``SyncVectorEnv`` (``NEXT_STEP``,
 ``SAME_STEP``, ``DISABLED`` with ``options["reset_mask"]``), but the envs step concurrently on
@@ -6,7 +6,7 @@ the pool's workers and a crashed desktop is an ``infra_error`` truncation, never
 env. Per-env tasks: ``reset(options={"task_id": [id_0, ..., id_n-1]})``.
 
 A vector step still waits for every env (that is the vector API); for wait-any scheduling use
-the pool or :class:`~osworld_gym.pool.collector.RolloutCollector` directly.
+the pool or ``RolloutCollector`` directly.
 """
 
 from __future__ import annotations
@@ -242,10 +242,10 @@ def make_vector_env(
         num_envs: Desktops, one env each.
         max_episode_steps: Each env's step limit (``max_steps``), as ``gym.make`` takes it.
         autoreset_mode: Gymnasium's autoreset mode.
-        pool_config: Settings of the pool (:class:`~osworld_gym.pool.PoolConfig`).
+        pool_config: Settings of the pool (``PoolConfig``).
         backend: ``"thread"``, ``"ray"``, a Ray backend config or a backend.
         timeout: Seconds a vector reset or step may take at most (None: no limit).
-        **env_kwargs: :class:`~osworld_gym.env.OSWorldEnv`'s arguments.
+        **env_kwargs: ``OSWorldEnv``'s arguments.
 
     Raises:
         ValueError: ``max_episode_steps`` and a different ``max_steps`` were both given.

@@ -1,6 +1,6 @@
 """The env side of a pool: one env, driven by commands, whichever backend runs it.
 
-:class:`EnvWorker` is plain blocking code. The in-process backend runs each worker on its own
+``EnvWorker`` is plain blocking code. The in-process backend runs each worker on its own
 thread; the Ray backend wraps one in an actor. The worker sorts failures into the pool's two
 channels:
 

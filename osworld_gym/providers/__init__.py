@@ -39,12 +39,12 @@ def make_provider(
 
     Args:
         spec: ``"local"`` (the default), a provider config such as
-            :class:`~osworld_gym.providers.local.LocalProviderConfig`, or a ready provider.
+            ``LocalProviderConfig``, or a ready provider.
         screen_size: Screen size for a provider given by name; a config or provider must
             already have this size.
         tasks: The tasks its desktops will run: a local or docker config that leaves its
             session open (``session=None``) gets the one they need
-            (:func:`~osworld_gym.providers.session_choice.session_for`).
+            (``session_for()``).
 
     Raises:
         ValueError: unknown name or config type; the message lists what is available.
@@ -112,7 +112,7 @@ def settle_session(spec: S, tasks: Iterable[Task]) -> S:
 
     Local, docker and qemu configs of our image. Anything else (a name, a chosen session,
     OSWorld's official image or VM, a ready provider) is returned as it is. See
-    :func:`~osworld_gym.providers.session_choice.session_for`.
+    ``session_for()``.
     """
     from osworld_gym.providers.local import LocalProviderConfig
     from osworld_gym.providers.qemu_config import QemuProviderConfig

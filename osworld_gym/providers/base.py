@@ -1,7 +1,7 @@
 """The provider interface: something that launches, resets and stops desktops running a guest.
 
-A :class:`Provider` is a factory configured once; each :meth:`Provider.launch` returns a
-:class:`Desktop`, one running desktop with a guest server reachable over HTTP. Concrete
+A ``Provider`` is a factory configured once; each ``Provider.launch()`` returns a
+``Desktop``, one running desktop with a guest server reachable over HTTP. Concrete
 providers implement only the ``_impl`` hooks; the common work (logging, counting, error
 wrapping with the desktop's logs) lives here.
 """
@@ -99,12 +99,12 @@ class Desktop(ABC):
         logger.info("reset %r in %.2f s", self, time.perf_counter() - start)
 
     def check(self) -> None:
-        """Raise :class:`DesktopDiedError` if a part of the desktop is no longer running."""
+        """Raise ``DesktopDiedError`` if a part of the desktop is no longer running."""
         self._ensure_open()
         self._check_impl()
 
     def quick_check(self) -> None:
-        """:meth:`check`, where it is cheap enough to run before every observation.
+        """``check()``, where it is cheap enough to run before every observation.
 
         The env calls it at each observation, so a part that dies mid-episode without breaking
         the guest's answers (the window manager, the session bus) ends the episode as an
@@ -155,7 +155,7 @@ class Desktop(ABC):
 
 
 class Provider(ABC):
-    """Launches desktops of one kind. Subclasses implement :meth:`_launch_impl`."""
+    """Launches desktops of one kind. Subclasses implement ``_launch_impl()``."""
 
     name = "base"
 

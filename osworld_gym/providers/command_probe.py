@@ -1,7 +1,7 @@
 """Which commands a provider's desktops have: the "apps present" half of "runnable here".
 
 - ``local``: the host's commands (the local desktop sees the host's ``/usr`` read-only) plus the
-  desktop wrappers of :mod:`osworld_gym.providers.desktop_bin`, each counted only when what it
+  desktop wrappers of ``osworld_gym.providers.desktop_bin``, each counted only when what it
   wraps is on the host (as the desktop installs them).
 - ``docker``: asked of the image itself (``sh -c 'command -v ...'`` in a throw-away container).
 - a running guest (any provider, ``remote`` included): ``command -v`` through its ``/execute``.
@@ -69,7 +69,7 @@ class LocalCommandProbe:
 
     Args:
         wrappers: Wrapper commands the local desktop has (default: those of
-            :func:`osworld_gym.providers.desktop_bin.available_wrappers`, i.e. whose wrapped
+            ``osworld_gym.providers.desktop_bin.available_wrappers()``, i.e. whose wrapped
             program is on this host).
         path: The host ``PATH`` to search (default: this process's, plus the sbin folders).
     """

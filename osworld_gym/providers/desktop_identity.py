@@ -4,14 +4,14 @@ A desktop is a guest: its programs must own nothing of the host's. Under a root 
 most cluster jobs) mapping OSWorld's user onto the launcher's uid, as an unprivileged user
 namespace does, would make every desktop program host root: ``/proc/sys`` writable, ``/root``
 and ``/etc/shadow`` readable. So a root launcher gives each desktop an unprivileged uid of its
-own, one no account of the host has (:data:`DEDICATED_UID_BASE` plus a number unique among the
+own, one no account of the host has (``DEDICATED_UID_BASE`` plus a number unique among the
 host's live desktops); inside its sandbox that uid is still OSWorld's ``user`` (uid 1000). An
 ordinary launcher cannot hand out uids: its desktops map onto its own uid, with the host
-read-only and its homes hidden (see :mod:`osworld_gym.providers.sandbox`).
+read-only and its homes hidden (see ``osworld_gym.providers.sandbox``).
 
 A root launcher also gives each desktop's guest server a second uid of its own
-(:attr:`HostIdentity.guest_uid`), its real uid while it acts as the desktop's user
-(:mod:`osworld_gym.providers.split_identity`): the desktop's programs cannot signal it.
+(``HostIdentity.guest_uid``), its real uid while it acts as the desktop's user
+(``osworld_gym.providers.split_identity``): the desktop's programs cannot signal it.
 """
 
 from __future__ import annotations
@@ -111,9 +111,9 @@ class HostIdentity:
     def guest_command(self, python: str) -> list[str]:
         """Words that run the rest of a command line as the guest server (root launcher only).
 
-        The guest's real and saved uid are :attr:`guest_uid`, its effective uid the desktop's
-        (:mod:`osworld_gym.providers.split_identity`); without a uid of its own, the same words
-        as :meth:`drop_command`.
+        The guest's real and saved uid are ``guest_uid``, its effective uid the desktop's
+        (``osworld_gym.providers.split_identity``); without a uid of its own, the same words
+        as ``drop_command()``.
 
         Args:
             python: The Python that runs the split (the guest's own: only the standard library

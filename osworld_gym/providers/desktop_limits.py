@@ -5,16 +5,16 @@ desktop's episode as an infrastructure fault, not take the host (or the other de
 
 - **memory and processes**: each desktop's processes join a control group of their own
   (cgroup v1's ``memory`` and ``pids`` controllers, or v2 where this process's cgroup delegates
-  them), with :attr:`DesktopLimits.memory_bytes` and :attr:`DesktopLimits.processes`. The kernel
+  them), with ``DesktopLimits.memory_bytes`` and ``DesktopLimits.processes``. The kernel
   kills within the desktop on out-of-memory and refuses forks past the count;
-  :meth:`DesktopCgroups.hits` reports each as a fault. Where no cgroup can be made (an ordinary
+  ``DesktopCgroups.hits()`` reports each as a fault. Where no cgroup can be made (an ordinary
   user without delegation) they are not limited, with a warning: ``ulimit -v`` would cap
   address space, which browsers reserve by the tens of GB, and the process count is a user's.
 - **disk**: a root launcher gives the desktop's writable folders a size-capped tmpfs of their
-  own (:func:`mount_capped`); a full one answers ``ENOSPC`` to the desktop alone. Without root,
+  own (``mount_capped()``); a full one answers ``ENOSPC`` to the desktop alone. Without root,
   ``ulimit -f`` caps each file instead.
 
-Every process is started through a short shell line (:meth:`DesktopCgroups.enter_words`) that
+Every process is started through a short shell line (``DesktopCgroups.enter_words()``) that
 joins the groups before it runs the command, so no child it forks is ever outside them.
 """
 

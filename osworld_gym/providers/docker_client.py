@@ -1,6 +1,6 @@
 """Connecting to a Docker engine through the docker SDK (imported lazily).
 
-``connect()`` returns a :class:`docker.DockerClient` for the local engine (``DOCKER_HOST`` or
+``connect()`` returns a ``docker.DockerClient`` for the local engine (``DOCKER_HOST`` or
 the default socket) or for a given base URL: ``unix://``, ``tcp://`` or ``ssh://user@host[:port]``.
 SSH engines go through paramiko (the SDK's own support): the login uses the SSH agent, the
 default keys, or an ``IdentityFile`` from ``~/.ssh/config``, and the host key must be in
@@ -29,7 +29,7 @@ ENGINE_HINT = (
 
 
 def docker_sdk() -> Any:
-    """The ``docker`` module, or :class:`DependencyNotInstalled` with the install command."""
+    """The ``docker`` module, or ``DependencyNotInstalled`` with the install command."""
     try:
         import docker
     except ImportError as e:

@@ -13,7 +13,7 @@ The image is made in two layers, each skipped when its inputs did not change:
 
 Nothing is pulled from a registry. The base step needs root, ``debootstrap`` and access to a
 Debian mirror and PyPI; later builds need neither. ``bash scripts/build_guest_image.sh`` runs
-:func:`build_image`.
+``build_image()``.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ ENTRYPOINT ["/usr/local/bin/osworld-gym-desktop"]
 
 @dataclass(frozen=True)
 class ImageBuild:
-    """What :func:`build_image` produced.
+    """What ``build_image()`` produced.
 
     Attributes:
         tags: The image's tags, ``osworld-gym/desktop:<version>`` first, then ``:latest``.
@@ -113,10 +113,10 @@ def build_image(
     """Build (or find in the caches) the guest desktop image and tag it.
 
     Args:
-        recipe_dir: The ``vm_images`` folder (default: see :func:`find_recipe_dir`).
+        recipe_dir: The ``vm_images`` folder (default: see ``find_recipe_dir()``).
         cache_dir: Where root filesystem tarballs are kept between builds.
         repository: Image repository; tags are ``<version>`` and ``latest``.
-        client: A docker client (default: :func:`~osworld_gym.providers.docker_client.connect`
+        client: A docker client (default: ``connect()``
             to ``base_url``).
         base_url: Engine to build on when no client is given.
         rebuild: Redo the project layer even if an image with the same content exists (the

@@ -4,7 +4,7 @@ On a local engine, our desktops' containers run with ``network_mode="none"``: a 
 their own and nothing else, so the host's loopback services (a vLLM server, Ray's dashboard)
 and the other desktops' guests are out of their reach. This host reaches the guest server and
 OSWorld's service ports in a container through a
-:class:`~osworld_gym.providers.netns.PortForwarder` that enters the container's namespace
+``PortForwarder`` that enters the container's namespace
 (``/proc/<pid>/ns/net`` of its main process; root, or ``CAP_SYS_ADMIN`` and ``CAP_SYS_PTRACE``).
 A new container is a new namespace: each gets a forwarder of its own, closed when it goes.
 """

@@ -3,14 +3,14 @@
 Two kinds of image run:
 
 * ours, ``osworld-gym/desktop`` (built by ``vm_images/``, see
-  :mod:`osworld_gym.providers.docker_image`): Xvfb, openbox, the apps and our guest server
+  ``osworld_gym.providers.docker_image``): Xvfb, openbox, the apps and our guest server
   start in about a second, so a reset is a fresh container from the image: every trace of the
   episode (files, processes, settings) is gone. On a local engine each container has a
   network namespace of its own (``network_mode="none"``, ``network="private"``): a loopback of
   its own and no route anywhere, so the host's loopback services and the other desktops'
   guests are out of its reach; this host reaches the guest and the CDP and VLC ports through
-  a relay into that namespace (:mod:`osworld_gym.providers.docker_network`), on reserved
-  loopback ports (:mod:`osworld_gym.providers.ports`) that are the same numbers inside.
+  a relay into that namespace (``osworld_gym.providers.docker_network``), on reserved
+  loopback ports (``osworld_gym.providers.ports``) that are the same numbers inside.
   ``network="host"`` (and every remote engine) shares the engine host's network instead,
   the guest binding its reserved port there. Containers lack ``CAP_NET_RAW``, so not even
   ``sudo`` inside can read the loopback's traffic.
@@ -37,7 +37,7 @@ Two kinds of image run:
 
 Guests of a remote engine bind the engine host's loopback too (ours, and the official image's
 published ports), and this host reaches each desktop's guest and service ports (CDP, VLC)
-through SSH tunnels (:mod:`osworld_gym.providers.ssh_tunnel`, one SSH connection per desktop):
+through SSH tunnels (``osworld_gym.providers.ssh_tunnel``, one SSH connection per desktop):
 for ``ssh://`` engines with the engine's own SSH login, for ``tcp://`` engines with
 ``guest_ssh``. Plain HTTP across the network (``guest_transport="direct"``) only when asked for.
 
@@ -168,9 +168,9 @@ class DockerProviderConfig(ProviderConfig):
             the same port on its own loopback (a page server for its browser in a test).
         session: Our image's desktop session (``OSWORLD_SESSION``), as a local desktop's:
             ``"gnome"``: GNOME Shell laid out as OSWorld's Ubuntu VM
-            (:mod:`osworld_gym.providers.gnome_image`); ``"minimal"``: openbox. None: the env
+            (``osworld_gym.providers.gnome_image``); ``"minimal"``: openbox. None: the env
             picks by its tasks (GNOME for OSWorld's task files,
-            :func:`~osworld_gym.providers.session_choice.session_for`); a container started
+            ``session_for()``); a container started
             outside an env with None runs ``"minimal"``. The official image is OSWorld's own
             GNOME desktop: None or ``"gnome"``.
     """
@@ -299,7 +299,7 @@ def _is_ssh_url(url: str | None) -> bool:
 
 
 def _resolve_transport(config: DockerProviderConfig) -> Literal["ssh", "direct"]:
-    """``config.guest_transport`` with ``"auto"`` resolved; see :class:`DockerProviderConfig`."""
+    """``config.guest_transport`` with ``"auto"`` resolved; see ``DockerProviderConfig``."""
     url = config.engine_url
     if config.guest_transport == "direct":
         return "direct"
@@ -347,7 +347,7 @@ def container_spec(
     """Keyword arguments of ``containers.create`` for one desktop (pure; tested on its own).
 
     The token is not in it: the container's environment only names the file that
-    :func:`start_container` puts into the created container before it starts.
+    ``start_container()`` puts into the created container before it starts.
 
     Args:
         config: The provider's settings.
@@ -461,13 +461,13 @@ def _official_spec(
 
 
 def start_container(client: docker.DockerClient, spec: dict[str, Any], token: str | None) -> Any:
-    """Create a container from :func:`container_spec`, put its token file in, start it.
+    """Create a container from ``container_spec()``, put its token file in, start it.
 
     The file is in place before the entrypoint runs, which refuses to start without it.
 
     Args:
         client: The engine.
-        spec: Keyword arguments from :func:`container_spec`.
+        spec: Keyword arguments from ``container_spec()``.
         token: The token the spec was made with (None: no file).
 
     Returns:
@@ -572,7 +572,7 @@ def reap_leftovers(client: docker.DockerClient) -> list[str]:
 
 
 class DockerProvider(Provider):
-    """Launches :class:`DockerDesktop` instances on one Docker engine."""
+    """Launches ``DockerDesktop`` instances on one Docker engine."""
 
     name = "docker"
 
@@ -653,7 +653,7 @@ def _remove_container(container: Any) -> None:
 
 
 class DockerDesktop(Desktop):
-    """One desktop in a container. Starts in the constructor; use :class:`DockerProvider`."""
+    """One desktop in a container. Starts in the constructor; use ``DockerProvider``."""
 
     def __init__(self, provider: DockerProvider) -> None:
         super().__init__()

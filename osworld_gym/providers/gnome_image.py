@@ -1,8 +1,8 @@
 """The GNOME session of osworld-gym's guest image (``OSWORLD_SESSION=gnome``).
 
 The image (``vm_images/``: the docker provider's containers, the qemu recipe's VM) runs the same
-GNOME session as a ``local`` desktop (:mod:`osworld_gym.providers.gnome_session`): its files are
-written once, when the image is built, into :data:`STATE` (root's: no program of the desktop can
+GNOME session as a ``local`` desktop (``osworld_gym.providers.gnome_session``): its files are
+written once, when the image is built, into ``STATE`` (root's: no program of the desktop can
 change them), and the image's session script (``/usr/local/lib/osworld-gym/session.sh``) starts
 it with their help. Run as ``python -m osworld_gym.providers.gnome_image COMMAND``:
 
@@ -11,7 +11,7 @@ it with their help. Run as ``python -m osworld_gym.providers.gnome_image COMMAND
 - ``monitors WIDTHxHEIGHT`` (the container's start, root): GNOME Shell's monitor configuration
   for the container's screen size.
 - ``start`` (each start of the session, as the desktop's user, on its X server): first what a
-  local desktop's reset gives a GNOME session: HOME's GNOME files (:func:`gnome_session.write_home`)
+  local desktop's reset gives a GNOME session: HOME's GNOME files (``gnome_session.write_home()``)
   on top of the restored HOME, the time settings of a new episode, the X server's fast mode and
   none of the last shell's settings on its root window; then it prints ``prepared``, and waits
   until the GNOME Shell the session script starts meanwhile manages windows and has laid the
@@ -78,7 +78,7 @@ def prepare(state: Path, home: Path, runtime_dir: Path, display: str, deadline: 
     """Make HOME, the runtime folder and the X server a new GNOME episode's (as the user).
 
     Args:
-        state: Where the image keeps the session's files (:data:`STATE`).
+        state: Where the image keeps the session's files (``STATE``).
         home: The desktop user's HOME, just restored.
         runtime_dir: The user's runtime folder (the time settings go there).
         display: The desktop's X server.
@@ -148,7 +148,7 @@ def start(state: Path, environ: Mapping[str, str], timeout: float, out: TextIO) 
     """Prepare a new episode's session, say so on ``out``, then wait for the shell's layout.
 
     Args:
-        state: Where the image keeps the session's files (:data:`STATE`).
+        state: Where the image keeps the session's files (``STATE``).
         environ: The session's environment (``HOME``, ``XDG_RUNTIME_DIR``, ``DISPLAY``).
         timeout: Seconds for all of it.
         out: Where ``prepared`` goes, once the shell may start.
@@ -158,7 +158,7 @@ def start(state: Path, environ: Mapping[str, str], timeout: float, out: TextIO) 
 
     Raises:
         KeyError: ``environ`` lacks one of the three.
-        OSError, TimeoutError: see :func:`prepare`.
+        OSError, TimeoutError: see ``prepare()``.
     """
     deadline = time.monotonic() + timeout
     display = environ["DISPLAY"]

@@ -18,9 +18,9 @@ the desktop's read-only state folder, where every program of the desktop finds i
   environment the bus starts services with (a GNOME session keeps its bus over resets);
 - the user's settings database as a new desktop's HOME has it (``ctrl+alt+t`` among them),
   compiled once (``dconf compile``), with its text, which a reset reloads through dconf when an
-  episode changed settings under a GNOME Shell it keeps (:func:`reload_settings_command`);
+  episode changed settings under a GNOME Shell it keeps (``reload_settings_command()``);
 - the shell-state extension (``gnome_extension/``), which tells a reset whether the shell is as
-  fresh as a new one (:data:`FRESHEN_COMMAND`).
+  fresh as a new one (``FRESHEN_COMMAND``).
 
 Each choice below names its source: OSWorld's task files (``os/<id>``) or the accessibility tree
 of OSWorld's desktop that OSWorld's agent code carries (``mm_agents/autoglm/prompt/
@@ -206,8 +206,8 @@ def session_environment(*, schemas: str, data: str, system_bus: str) -> dict[str
     """What every program of a GNOME session sees, as under Ubuntu's session (``ubuntu:GNOME``).
 
     Args:
-        schemas: The compiled schemas folder (:attr:`GnomeFiles.schemas`), as the desktop sees it.
-        data: The session's data folder (:attr:`GnomeFiles.data`), as the desktop sees it.
+        schemas: The compiled schemas folder (``GnomeFiles.schemas``), as the desktop sees it.
+        data: The session's data folder (``GnomeFiles.data``), as the desktop sees it.
         system_bus: The system bus's socket, as the desktop sees it.
     """
     return {
@@ -223,10 +223,10 @@ def session_environment(*, schemas: str, data: str, system_bus: str) -> dict[str
 
 
 def window_manager_environment(config: str) -> dict[str, str]:
-    """What GNOME Shell sees besides :func:`session_environment`.
+    """What GNOME Shell sees besides ``session_environment()``.
 
     Args:
-        config: The session's configuration folder (:attr:`GnomeFiles.config`), as the desktop
+        config: The session's configuration folder (``GnomeFiles.config``), as the desktop
             sees it.
     """
     return {
@@ -270,7 +270,7 @@ class GnomeFiles:
 
     @classmethod
     def in_state(cls, state: Path) -> GnomeFiles:
-        """Where :func:`write_files` puts them in the state folder ``state``."""
+        """Where ``write_files()`` puts them in the state folder ``state``."""
         folder = state / "gnome"
         return cls(
             schemas=folder / "schemas",

@@ -3,19 +3,19 @@
 Each desktop is an Xvfb display (a free number chosen by Xvfb itself through ``-displayfd``), a
 private D-Bus session bus with the AT-SPI launcher (so apps export accessibility trees), a
 window manager and a guest server on a free port. Everything above the X server runs in the
-desktop's sandbox (:mod:`osworld_gym.providers.sandbox`): as OSWorld's user ``user`` with its
+desktop's sandbox (``osworld_gym.providers.sandbox``): as OSWorld's user ``user`` with its
 private folder mounted at ``/home/user``, private ``/tmp``, the host read-only, and command
 wrappers for OSWorld's ``google-chrome``, ``socat``, ``vlc`` and ``sudo`` first on PATH
-(:mod:`osworld_gym.providers.desktop_bin`). Every process carries the desktop's marker in its
+(``osworld_gym.providers.desktop_bin``). Every process carries the desktop's marker in its
 environment, so ``close()``, garbage collection, interpreter exit, and a watchdog that notices
 the launching process die (even by SIGKILL) can find and stop all of them, including apps that
 daemonised.
 
 Each desktop's files live in its own folder, apps' temp files included: the sandbox's ``/tmp``
 is a folder in it, and without a sandbox ``TMPDIR`` points there. The folder records its owner
-(:func:`osworld_gym.providers.processes.make_owned_folder`), so when a watchdog was killed
+(``osworld_gym.providers.processes.make_owned_folder()``), so when a watchdog was killed
 together with its launcher, the next provider start stops the processes and deletes the folders
-of dead runs (:func:`remove_leftovers`).
+of dead runs (``remove_leftovers()``).
 """
 
 from __future__ import annotations
@@ -99,32 +99,32 @@ class LocalProviderConfig(ProviderConfig):
         reap_leftovers: Remove, when the provider starts, the desktops (processes and folders)
             and env folders that dead processes left in the temp folder and ``work_dir``.
         shared_frames: Hand raw screenshots over through shared memory (files on a tmpfs that
-            the guest writes and the client reads, :class:`osworld_gym.guest.client.SharedFrames`)
+            the guest writes and the client reads, ``osworld_gym.guest.client.SharedFrames``)
             instead of the guest's HTTP answer. False: over HTTP, as for a remote guest.
         session: ``"minimal"``: openbox (``window_manager``), the lightest desktop.
             ``"gnome"``: GNOME Shell laid out as OSWorld's Ubuntu VM (top bar, the dock on the
-            left, Yaru; :mod:`osworld_gym.providers.gnome_session`); needs a sandbox.
+            left, Yaru; ``osworld_gym.providers.gnome_session``); needs a sandbox.
             None: the env picks by its tasks, GNOME for OSWorld's task files
-            (:func:`~osworld_gym.providers.session_choice.session_for`); a desktop launched
+            (``session_for()``); a desktop launched
             outside an env with None runs ``"minimal"``.
         network: ``"private"``: a sandboxed desktop has a network namespace of its own, with a
             loopback of its own and nothing of the host's (its services, other desktops); the
             driver reaches the guest and OSWorld's service ports through a relay
-            (:mod:`osworld_gym.providers.netns`). ``"host"``: the desktop shares the host's
+            (``osworld_gym.providers.netns``). ``"host"``: the desktop shares the host's
             network, internet and loopback services included.
         internet: A private network reaches the internet through slirp4netns, behind a filter
             that keeps the host's addresses, its local networks and the cloud's metadata
-            service out (:mod:`osworld_gym.providers.outbound`). False: no internet. Where
+            service out (``osworld_gym.providers.outbound``). False: no internet. Where
             slirp4netns or iptables is missing, or the filter cannot be set, the desktop starts
             without internet and says so in the log (``osworld-gym doctor`` checks it).
         blocked_networks: More IPv4 networks (``"203.0.113.0/24"``) or addresses the internet
             of a private network must not reach, beyond the filter's own list
-            (:data:`osworld_gym.providers.outbound.BLOCKED_NETWORKS`) and the host's addresses.
+            (``osworld_gym.providers.outbound.BLOCKED_NETWORKS``) and the host's addresses.
         host_ports: Ports of the host's loopback that a private network's desktop may reach
             at the same port on its own loopback (a page server for its browser in a test).
         limits: Memory, process and disk limits of each desktop
-            (:mod:`osworld_gym.providers.desktop_limits`); hitting one ends the episode as an
-            infrastructure fault (:class:`~osworld_gym.errors.DesktopLimitError`).
+            (``osworld_gym.providers.desktop_limits``); hitting one ends the episode as an
+            infrastructure fault (``DesktopLimitError``).
     """
 
     window_manager: tuple[str, ...] = ("openbox", "--sm-disable")
@@ -148,7 +148,7 @@ class LocalProviderConfig(ProviderConfig):
 
 
 class LocalProvider(Provider):
-    """Launches :class:`LocalDesktop` instances."""
+    """Launches ``LocalDesktop`` instances."""
 
     name = "local"
 
@@ -277,15 +277,15 @@ _MAX_REVIVALS = 50
 
 
 class LocalDesktop(Desktop):
-    """One desktop on this host. Starts in the constructor; use :class:`LocalProvider`.
+    """One desktop on this host. Starts in the constructor; use ``LocalProvider``.
 
     It puts together its components, each of which keeps its own rules: the folders
-    (:class:`~osworld_gym.providers.local_folders.DesktopFolders`), the sandbox with its
-    identity and network (:class:`~osworld_gym.providers.local_sandbox.DesktopSandbox`), the
-    X server (:class:`~osworld_gym.providers.local_x_server.XServer`), the session
-    (:class:`~osworld_gym.providers.local_session.Session`) and the guest server
-    (:class:`~osworld_gym.providers.local_guest.GuestServer`), all started and watched through
-    one table (:class:`~osworld_gym.providers.local_components.ComponentTable`). This class
+    (``DesktopFolders``), the sandbox with its
+    identity and network (``DesktopSandbox``), the
+    X server (``XServer``), the session
+    (``Session``) and the guest server
+    (``GuestServer``), all started and watched through
+    one table (``ComponentTable``). This class
     decides when each starts, what a reset keeps and what a check reports.
     """
 
@@ -568,14 +568,14 @@ class LocalDesktop(Desktop):
         """Poll the core processes (no round trip): a dead one raises DesktopDiedError.
 
         First, session parts the desktop's own programs stopped are restarted
-        (:meth:`_revive_session`): that is the desktop's doing, not a fault of its host.
+        (``_revive_session()``): that is the desktop's doing, not a fault of its host.
 
         A sandboxed component's handle is the ``bwrap`` that carries it, which exits as soon as
         the program inside does (with its status). When one is found dead, the first dead one in
         ``CORE`` order is named: the X server can finish dying between its poll and a later
         one's, and its clients (the window manager) exit the moment it does, even before the
         server's own exit is complete; so the earlier ones get a moment
-        (:data:`_CAUSE_GRACE`) to show they died too. The error names the cause, not a
+        (``_CAUSE_GRACE``) to show they died too. The error names the cause, not a
         consequence.
         """
         self._revive_session()
@@ -637,7 +637,7 @@ class LocalDesktop(Desktop):
         return None
 
     def _revive_session(self) -> bool:
-        """Restart the session parts (:data:`local_session.PARTS`) that died or were stopped.
+        """Restart the session parts (``local_session.PARTS``) that died or were stopped.
 
         The desktop's programs run as the same user as its session bus, accessibility bus and
         window manager, so a task's terminal can ``kill -9`` or ``kill -STOP`` them: that ends
@@ -645,7 +645,7 @@ class LocalDesktop(Desktop):
         is complete (not during a start or reset, whose own checks report a component that
         will not start), while the X server, the sandbox and the guest run, the desktop is
         within its limits (a fork bomb's victims are its fault), and at most
-        :data:`_MAX_REVIVALS` times an episode; otherwise the checks that follow report it.
+        ``_MAX_REVIVALS`` times an episode; otherwise the checks that follow report it.
 
         Returns:
             Whether it restarted anything.
@@ -938,7 +938,7 @@ class LocalDesktop(Desktop):
                 logger.info("%r: sandbox lost a race with a host mount; starting again", self)
 
     def _first_episode_as_later_ones(self) -> None:
-        """:meth:`_as_after_a_reset`, or, where that reset fails, a new start without it.
+        """``_as_after_a_reset()``, or, where that reset fails, a new start without it.
 
         A desktop half reset would be no desktop; one whose first episode still runs the
         session's start-up services is only less uniform.
@@ -961,7 +961,7 @@ class LocalDesktop(Desktop):
         files into the runtime folder. A reset that keeps the session stops the first and
         empties the second, and nothing starts them again until a program asks: so an episode
         after a reset would differ from a desktop's first one. Once no new process has
-        appeared for :data:`_STARTUP_QUIET` seconds (the services have started), the desktop
+        appeared for ``_STARTUP_QUIET`` seconds (the services have started), the desktop
         is reset the same way, so every episode begins from the same desktop.
         """
         deadline = time.monotonic() + _STARTUP_SECONDS
@@ -1075,7 +1075,7 @@ class LocalDesktop(Desktop):
         return env
 
     def _gnome_environment(self, component: str) -> dict[str, str]:
-        """What a GNOME session's programs see (:func:`gnome_session.session_environment`)."""
+        """What a GNOME session's programs see (``gnome_session.session_environment()``)."""
         assert self._gnome is not None
         env = gnome_session.session_environment(
             schemas=self._inside(self._gnome.schemas, component),

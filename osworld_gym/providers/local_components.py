@@ -3,7 +3,7 @@
 A component (``"xvfb"``, ``"sandbox"``, ``"dbus"``, ``"atspi"``, ``"wm"``, ``"guest"``) is a
 process the desktop started, with a log file of its own. A sandboxed one is carried by a chain
 of ``bwrap`` processes: its handle is the outermost, which exits as soon as the program
-inside does (with its status), and :meth:`ComponentTable.pids` finds the program itself.
+inside does (with its status), and ``ComponentTable.pids()`` finds the program itself.
 How a command is wrapped (sandbox, control groups) and its environment come from the desktop.
 """
 
@@ -44,7 +44,7 @@ class ComponentTable:
     Args:
         log_dir: Where each component's log goes (``<name>.log``).
         cwd: The components' working directory (HOME is deleted and recreated on resets).
-        wrap: Wraps a component's command line (see :data:`Wrapper`).
+        wrap: Wraps a component's command line (see ``Wrapper``).
         environment: The environment of a component, by name.
         sandboxed: Whether a component runs in the sandbox (its handle is a ``bwrap``).
 

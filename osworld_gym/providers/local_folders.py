@@ -4,7 +4,7 @@ Everything a desktop writes lives in one folder of its own (under the temp folde
 ``work_dir``), capped in size where this host can mount a tmpfs: its HOME, ``/tmp``,
 ``/var/tmp``, the runtime folder (``XDG_RUNTIME_DIR``), the state folder (the command
 wrappers, the X cookie, the guest's folder) and the logs. The folder records its owner, so a
-dead run's is found and removed (:func:`osworld_gym.providers.processes.remove_dead_folders`).
+dead run's is found and removed (``osworld_gym.providers.processes.remove_dead_folders()``).
 A reset empties every one of them that the desktop can write, as a VM's revert would.
 """
 

@@ -1,9 +1,9 @@
 """A ``local`` desktop's guest server: started with its token, found ready, its frames shared.
 
-The guest (:mod:`osworld_gym.guest`) answers OSWorld's HTTP protocol inside the desktop. Its
+The guest (``osworld_gym.guest``) answers OSWorld's HTTP protocol inside the desktop. Its
 token goes on a descriptor it reads and closes, never into a file or its environment; under a
 root launcher it runs with a split identity the desktop's programs cannot signal
-(:mod:`osworld_gym.providers.split_identity`). It keeps its port over restarts, so clients
+(``osworld_gym.providers.split_identity``). It keeps its port over restarts, so clients
 stay valid.
 """
 

@@ -2,10 +2,10 @@
 
 Every program above the X server runs in the desktop's namespaces, which an init (component
 ``"sandbox"``) holds: a PID namespace, a mount namespace that shows the host's system folders
-read-only and hides the rest (:mod:`osworld_gym.providers.sandbox`), under a root launcher an
-unprivileged uid of the desktop's own (:mod:`osworld_gym.providers.desktop_identity`), and a
-network namespace of its own (:mod:`osworld_gym.providers.netns`) with the internet behind a
-filter (:mod:`osworld_gym.providers.outbound`). This class keeps those rules together: the
+read-only and hides the rest (``osworld_gym.providers.sandbox``), under a root launcher an
+unprivileged uid of the desktop's own (``osworld_gym.providers.desktop_identity``), and a
+network namespace of its own (``osworld_gym.providers.netns``) with the internet behind a
+filter (``osworld_gym.providers.outbound``). This class keeps those rules together: the
 command line of each component, and the links of its network.
 """
 
@@ -46,7 +46,7 @@ class DesktopSandbox:
             (``timedatectl`` talks to them only where systemd seems to run).
 
     Attributes:
-        identity: Who the desktop's programs are on the host (:meth:`take_identity`).
+        identity: Who the desktop's programs are on the host (``take_identity()``).
         namespaces: The namespaces while the init runs (a list: the finalizer closes them).
         links: The relays into the private network and its outbound link, while it lives.
     """
@@ -174,7 +174,7 @@ class DesktopSandbox:
     def _start_links(self, inbound: tuple[int, ...], timeout: float) -> None:
         """Relay the guest's and OSWorld's service ports into the new private network.
 
-        And give it the internet (:mod:`osworld_gym.providers.outbound`) when asked.
+        And give it the internet (``osworld_gym.providers.outbound``) when asked.
         """
         namespaces = self.namespaces[0]
         if namespaces.net is None:

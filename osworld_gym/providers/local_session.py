@@ -2,10 +2,10 @@
 
 The session bus (``dbus-daemon``) with the AT-SPI launcher lets apps export accessibility
 trees; the window manager (openbox, or GNOME Shell) manages their windows. A light reset keeps a
-window manager that is as fresh as a new one (:mod:`osworld_gym.providers.window_manager`) and
+window manager that is as fresh as a new one (``osworld_gym.providers.window_manager``) and
 starts a new session bus, or, for a window manager that lives on the session (GNOME Shell dies
 with its session bus), keeps the buses and daemons too while they and the runtime files they
-serve are as they were (:meth:`Session.keepable`). During an episode, :meth:`Session.restart`
+serve are as they were (``Session.keepable()``). During an episode, ``Session.restart()``
 starts again the parts the desktop's own programs killed or stopped (they run as the same
 user), as a session manager would.
 """
@@ -70,7 +70,7 @@ class Session:
         runtime_dir: The desktop's ``XDG_RUNTIME_DIR`` on the host.
         keep_session: Light resets keep the buses and daemons with a kept window manager.
         laid_out: Whether the window manager has laid out the desktop, from its root window
-            properties (:data:`window_manager.WM_PROPERTIES`): what a new one shows is read once
+            properties (``window_manager.WM_PROPERTIES``): what a new one shows is read once
             it has (GNOME Shell reserves its panels' room a moment after it says it started);
             None: once it publishes its desktops.
         freshness: Asks the kept window manager itself what an episode left in it that a new
@@ -128,7 +128,7 @@ class Session:
         Args:
             deadline: ``time.monotonic()`` value by which all of it must run.
             keep_wm: A window manager was kept running: keep it if it is as fresh as a new
-                one (:meth:`_staleness`), else replace it.
+                one (``_staleness()``), else replace it.
             conn: A connection to an X server that served an earlier session (a light
                 reset); None for a new X server.
         """
@@ -157,7 +157,7 @@ class Session:
             self._record_runtime_files()
 
     def restart(self, down: list[str], deadline: float) -> None:
-        """Start again the parts in ``down`` (of :data:`PARTS`), whatever their state.
+        """Start again the parts in ``down`` (of ``PARTS``), whatever their state.
 
         The accessibility bus lives on the session bus: either one down starts both again.
         """
@@ -192,7 +192,7 @@ class Session:
         return [name for name in self._part_names() if name in self._components]
 
     def kept_pids(self) -> list[int]:
-        """The processes of :meth:`kept_parts`, with the accessibility bus the launcher runs."""
+        """The processes of ``kept_parts()``, with the accessibility bus the launcher runs."""
         pids: list[int] = []
         for name in self.kept_parts():
             chain = self._components.pids(name)
@@ -208,7 +208,7 @@ class Session:
         made, with their modes (and the folders leading to them): a program of the desktop
         could have replaced one (a socket of its own at the bus's path) or closed it to
         others, and the next episode would meet what it left. dconf's change flag is checked
-        by the desktop (:meth:`dconf_clients`): dconf's service replaces it at every write.
+        by the desktop (``dconf_clients()``): dconf's service replaces it at every write.
         """
         for name in self._part_names():
             if name not in self._components or self._components.down(name):
@@ -351,7 +351,7 @@ class Session:
         server notices killed clients asynchronously): after another round trip through it,
         the check is made once more. A window manager that lays the desktop out on its own
         main loop (``laid_out``: GNOME Shell's dock grows its icons back once the apps'
-        are gone) gets until :data:`_RELAYOUT_SECONDS` to come back to its first state.
+        are gone) gets until ``_RELAYOUT_SECONDS`` to come back to its first state.
         """
         assert self._wm_state is not None
         budget = min(deadline, time.monotonic() + window_manager.ANSWER_SECONDS)

@@ -1,9 +1,9 @@
 """A ``local`` desktop's X server: Xvfb with a cookie of its own, and its state at reset.
 
 Xvfb picks a free display number itself (``-displayfd``) and requires this desktop's
-MIT-MAGIC-COOKIE (the desktop's ``XAUTHORITY``) or the launcher's own uid (:mod:`x_auth`). A
+MIT-MAGIC-COOKIE (the desktop's ``XAUTHORITY``) or the launcher's own uid (``x_auth``). A
 light reset keeps the server and puts back what an episode changed on it
-(:mod:`osworld_gym.providers.x_state`); what no request can put back makes the reset start a
+(``osworld_gym.providers.x_state``); what no request can put back makes the reset start a
 new server.
 """
 
@@ -94,7 +94,7 @@ class XServer:
 
         They live in the host's ``/tmp`` (where X clients look) and the server removes them
         when it exits, unless it is killed with SIGKILL; then a sweep of the dead desktop's
-        folder removes them (:func:`osworld_gym.providers.processes.remove_dead_folders`).
+        folder removes them (``osworld_gym.providers.processes.remove_dead_folders()``).
         """
         record = processes.read_owner(self._root)
         if record is None:

@@ -6,7 +6,7 @@ loopback (a vLLM server, Ray's dashboard and job API, Jupyter), other desktops' 
 X servers' abstract sockets are out of reach.
 
 The driver still needs the desktop's guest server and OSWorld's service ports (Chrome's
-debugging port, CDP, VLC's HTTP interface). :class:`PortForwarder` listens on the host's
+debugging port, CDP, VLC's HTTP interface). ``PortForwarder`` listens on the host's
 loopback for each and relays every connection to the same port on the desktop's loopback. A
 test that serves pages to the desktop's browser from the host names those ports the other way
 (``outbound``): the desktop then reaches exactly them, nothing else of the host.

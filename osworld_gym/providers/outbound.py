@@ -1,7 +1,7 @@
 """Outbound internet for a desktop's private network: slirp4netns behind a filter.
 
 A ``local`` desktop's network namespace has a loopback of its own and nothing else
-(:mod:`osworld_gym.providers.netns`). OSWorld's Chrome and multi-app tasks load real web pages,
+(``osworld_gym.providers.netns``). OSWorld's Chrome and multi-app tasks load real web pages,
 so a desktop may get the internet the way rootless containers do: ``slirp4netns`` (Debian's
 package) gives the namespace a ``tap0`` interface whose packets it turns into ordinary sockets
 of the host (the driver's network namespace), as an unprivileged user-mode network stack would.
@@ -135,7 +135,7 @@ class OutboundLink:
         netns_fd: An open descriptor of the desktop's network namespace.
         userns_fd: The user namespace that owns it (an ordinary launcher), or None (root).
         blocked: Networks the desktop must not reach, beyond the host's own addresses (which
-            are added). Default: :data:`BLOCKED_NETWORKS`.
+            are added). Default: ``BLOCKED_NETWORKS``.
         timeout: Seconds for the filter and the interface to be ready.
         log: Where slirp4netns writes its messages.
 

@@ -9,7 +9,7 @@ kernel's ephemeral range (default 20000-32767), so outgoing connections do not t
 either.
 
 Lock files do not pile up: a reservation removes its file when released, and every
-reservation also removes the files of holders that died (:func:`sweep_stale_locks`). A file
+reservation also removes the files of holders that died (``sweep_stale_locks()``). A file
 is only ever removed by whoever holds its lock, and a lock counts only while its file is still
 the one at the path: whoever locked a file that was removed meanwhile tries again on the path.
 
@@ -48,7 +48,7 @@ def default_lock_dir() -> Path:
 
 
 class PortReservation:
-    """A port kept for one user until :meth:`release` (or process exit).
+    """A port kept for one user until ``release()`` (or process exit).
 
     Attributes:
         port: The reserved TCP port.
@@ -63,7 +63,7 @@ class PortReservation:
 
     @property
     def released(self) -> bool:
-        """True once :meth:`release` ran."""
+        """True once ``release()`` ran."""
         return self._lock_fd < 0
 
     def release(self) -> None:
@@ -196,7 +196,7 @@ def sweep_stale_locks(lock_dir: str | Path | None = None) -> int:
     held by live reservations are left alone: they cannot be locked.
 
     Args:
-        lock_dir: Folder of the lock files (default :func:`default_lock_dir`).
+        lock_dir: Folder of the lock files (default ``default_lock_dir()``).
 
     Returns:
         How many files were removed.
@@ -242,7 +242,7 @@ def reserve_port(
     Args:
         host: Address the port must be free on.
         port_range: Inclusive (low, high) range to pick from.
-        lock_dir: Folder of the lock files (default :func:`default_lock_dir`); all processes
+        lock_dir: Folder of the lock files (default ``default_lock_dir()``); all processes
             that must not collide have to use the same one.
         rng: Random source for the candidates (tests pass a seeded one).
 
@@ -284,7 +284,7 @@ def reserve_ports(count: int, host: str = "127.0.0.1", **kwargs: object) -> list
     Args:
         count: How many ports.
         host: Address they must be free on.
-        **kwargs: Passed to :func:`reserve_port`.
+        **kwargs: Passed to ``reserve_port()``.
     """
     reserved: list[PortReservation] = []
     try:

@@ -11,10 +11,10 @@ Chromium does, its browser process included). So the processes descended from a 
 count as the desktop's too. On a sandboxed desktop that closes the gap: an orphan there is
 adopted by the sandbox's init, which is marked.
 
-Folders left on disk are found by an ownership record instead (:func:`make_owned_folder`): a
-folder named with :data:`FOLDER_PREFIX` holds :data:`OWNER_FILE`, naming the process that
+Folders left on disk are found by an ownership record instead (``make_owned_folder()``): a
+folder named with ``FOLDER_PREFIX`` holds ``OWNER_FILE``, naming the process that
 made it (PID, kernel start time, boot and PID namespace, so a reused PID never passes for the
-owner) and the marker of the desktop whose processes use it. :func:`remove_dead_folders` stops
+owner) and the marker of the desktop whose processes use it. ``remove_dead_folders()`` stops
 the processes of, and deletes, the folders whose owner is gone; a folder without a readable
 record, one not ours, or one whose owner is alive or cannot be judged from here is never
 touched.
@@ -164,7 +164,7 @@ def is_alive(pid: int) -> bool:
 
 
 def still_running(pid: int, started: str | None) -> bool:
-    """True while the process that had ``started`` as :func:`start_time` runs as ``pid``.
+    """True while the process that had ``started`` as ``start_time()`` runs as ``pid``.
 
     A reused PID (another start time) and a zombie waiting to be reaped count as gone.
     """
@@ -277,7 +277,7 @@ def make_owned_folder(
     """A new private folder (``tempfile.mkdtemp``) recorded as this process's.
 
     Args:
-        prefix: Start of its name; must start with :data:`FOLDER_PREFIX` to be swept.
+        prefix: Start of its name; must start with ``FOLDER_PREFIX`` to be swept.
         parent: Where to make it (default: the temp folder).
         marker: The desktop whose processes use the folder: they are stopped before the
             folder of a dead owner is deleted.

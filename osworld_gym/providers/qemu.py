@@ -11,9 +11,9 @@ Images:
 
 - ours, built by ``vm_images/qemu/build_qcow2.sh`` (Debian kernel booted with ``-kernel``; the
   guest reads its token and screen size from ``fw_cfg``):
-  :meth:`QemuProviderConfig.from_built_image`;
+  ``QemuProviderConfig.from_built_image()``;
 - OSWorld's ``Ubuntu.qcow2`` (own bootloader, OSWorld's server on port 5000, no token):
-  :meth:`QemuProviderConfig.for_osworld_ubuntu`.
+  ``QemuProviderConfig.for_osworld_ubuntu()``.
 
 Nothing outlives its desktop: QEMU carries the desktop's marker in its environment, a watchdog
 process stops it if the launching process dies (even by SIGKILL), and each VM folder records its
@@ -76,7 +76,7 @@ _POLL_INTERVAL = 0.05
 
 
 class QemuProvider(Provider):
-    """Launches :class:`QemuDesktop` instances."""
+    """Launches ``QemuDesktop`` instances."""
 
     name = "qemu"
 
@@ -115,7 +115,7 @@ class QemuProvider(Provider):
 
 @dataclass
 class _VM:
-    """Everything :func:`_teardown` stops; kept apart from the desktop for the GC finalizer."""
+    """Everything ``_teardown()`` stops; kept apart from the desktop for the GC finalizer."""
 
     marker: str
     folder: Path
@@ -159,7 +159,7 @@ def _teardown(vm: _VM) -> None:
 
 
 class QemuDesktop(Desktop):
-    """One VM. Boots and snapshots in the constructor; use :class:`QemuProvider`.
+    """One VM. Boots and snapshots in the constructor; use ``QemuProvider``.
 
     Attributes:
         accel: ``"kvm"`` or ``"tcg"``.

@@ -1,7 +1,7 @@
 """Boot, snapshot and reset latency of the ``qemu`` provider (for benchmarks).
 
 ``python -m osworld_gym.providers.qemu_bench [--resets N] [--image-dir DIR]`` boots one VM of
-the built image and prints the figures as JSON; :func:`measure_qemu_reset` returns them.
+the built image and prints the figures as JSON; ``measure_qemu_reset()`` returns them.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``/dev/kvm`` existing is not enough: some hosts (nested or paravirtual KVM) create VMs but fail
 when a vCPU starts with the requested CPU model, or hang once a kernel leaves real mode.
-:func:`kvm_works` therefore boots, with the exact accelerator and CPU arguments a desktop would
+``kvm_works()`` therefore boots, with the exact accelerator and CPU arguments a desktop would
 use, the desktops' own kernel until it prints its first line, or (an image with its own
 bootloader) the firmware until SeaBIOS prints its banner (milliseconds when KVM works).
 """
@@ -123,7 +123,7 @@ def build_argv(
     append: str,
     extra_args: tuple[str, ...],
 ) -> list[str]:
-    """The full QEMU command line of a desktop VM (see :class:`QemuProviderConfig`).
+    """The full QEMU command line of a desktop VM (see ``QemuProviderConfig``).
 
     ``forwards`` maps guest TCP ports to host ports on 127.0.0.1.
     """

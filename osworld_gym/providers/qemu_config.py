@@ -29,7 +29,7 @@ class QemuProviderConfig(ProviderConfig):
         append: Kernel command line for ``kernel``.
         guest_port: The guest server's port inside the VM.
         extra_guest_ports: More guest ports to forward (e.g. 9222 for Chrome's DevTools);
-            :attr:`QemuDesktop.forwarded_ports` maps each to its host port.
+            ``QemuDesktop.forwarded_ports`` maps each to its host port.
         memory_mb: Guest RAM (also what a snapshot stores, at most).
         cpus: Virtual CPUs.
         accel: ``"auto"`` (KVM if a vCPU runs under it here, else TCG), ``"kvm"`` or ``"tcg"``.
@@ -48,7 +48,7 @@ class QemuProviderConfig(ProviderConfig):
         session: Our image's desktop session (``OSWORLD_SESSION`` through ``fw_cfg``, with
             ``guest_env``), as a docker desktop's: ``"gnome"`` or ``"minimal"``; None is
             settled by the env's tasks (GNOME for OSWorld's task files,
-            :func:`~osworld_gym.providers.settle_session`), and runs ``"minimal"`` when the
+            ``settle_session()``), and runs ``"minimal"`` when the
             provider is used on its own. OSWorld's Ubuntu is its own GNOME desktop.
         snapshot_name: Name of the ready-state VM snapshot.
         check_screen_size: Refuse a guest whose reported screen differs from ``screen_size``.

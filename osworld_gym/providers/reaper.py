@@ -8,7 +8,7 @@ the temp folder).
 
 When the launcher died (``--parent`` names it, and this process has been handed to another
 parent since), the reaper also sweeps the ``--sweep`` folders: every folder there whose owning
-process is gone (:func:`osworld_gym.providers.processes.remove_dead_folders`), such as the
+process is gone (``osworld_gym.providers.processes.remove_dead_folders()``), such as the
 launcher's env evaluation folders, which have no watchdog of their own. A watchdog killed
 together with its launcher (Ray kills a dead worker's children, so does a tree kill) cleans
 nothing: the next provider start sweeps then.

@@ -6,7 +6,7 @@ launching hands out the first unclaimed one, closing releases it. Claims are ``f
 files in a lock folder, so envs in different processes on this host (a pool, Ray workers) never
 share a guest; a lock dies with its process. A pool of N envs therefore needs N URLs.
 
-A reset runs the configured :mod:`~osworld_gym.providers.remote_reset` strategy and waits until
+A reset runs the configured ``remote_reset`` strategy and waits until
 the guest answers again.
 
 Example:
@@ -79,10 +79,10 @@ class RemoteProviderConfig(ProviderConfig):
     """Settings of the ``remote`` provider.
 
     Attributes:
-        urls: The guests, as URLs or :class:`RemoteGuest` entries; one desktop per entry.
-        token: Token shared by the guests (a :class:`RemoteGuest` may override it).
+        urls: The guests, as URLs or ``RemoteGuest`` entries; one desktop per entry.
+        token: Token shared by the guests (a ``RemoteGuest`` may override it).
         ssh: Reach the guests through this SSH server (a local port forward per desktop).
-        reset: How a reset restores the desktop (default :class:`NoReset`).
+        reset: How a reset restores the desktop (default ``NoReset``).
         check_screen_size: Refuse a guest whose screen differs from ``screen_size`` (ours
             reports it in ``/health``, OSWorld's answers ``/screen_size``). Turned off, the env
             resizes screenshots to ``screen_size`` but actions still land at guest pixels.
@@ -129,7 +129,7 @@ class RemoteProviderConfig(ProviderConfig):
 
 
 class RemoteProvider(Provider):
-    """Hands out :class:`RemoteDesktop` instances, one per configured guest."""
+    """Hands out ``RemoteDesktop`` instances, one per configured guest."""
 
     name = "remote"
 
@@ -170,7 +170,7 @@ def _claim_key(guest: RemoteGuest) -> str:
 
 
 class _Claim:
-    """An exclusive ``flock`` on a file: released by :meth:`release` or when the process ends."""
+    """An exclusive ``flock`` on a file: released by ``release()`` or when the process ends."""
 
     def __init__(self, fd: int, path: Path) -> None:
         self.fd = fd
@@ -202,7 +202,7 @@ def _release(claim: _Claim, tunnel: SSHTunnel | None) -> None:
 
 
 class RemoteDesktop(Desktop):
-    """A claimed remote guest. Built by :class:`RemoteProvider`.
+    """A claimed remote guest. Built by ``RemoteProvider``.
 
     Attributes:
         index: The guest's position in the provider's list.

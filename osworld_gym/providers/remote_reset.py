@@ -3,11 +3,11 @@
 The guest server itself has no reset endpoint: a desktop that runs elsewhere is reset by
 whoever owns it. A strategy says how:
 
-- :class:`NoReset` leaves the desktop as it is (a desktop reset by other means, or tasks that
+- ``NoReset`` leaves the desktop as it is (a desktop reset by other means, or tasks that
   tolerate leftovers);
-- :class:`CommandReset` runs a command on this host or, over the desktop's SSH connection, on
+- ``CommandReset`` runs a command on this host or, over the desktop's SSH connection, on
   the SSH server, e.g. ``virsh snapshot-revert vm clean`` or ``VBoxManage snapshot ... restore``;
-- :class:`GuestScriptReset` runs a bash script inside the guest, the guest's own reset (close
+- ``GuestScriptReset`` runs a bash script inside the guest, the guest's own reset (close
   apps, restore HOME from a pristine copy): through ``/run_bash_script`` on our guest, through
   ``/execute`` on OSWorld's (whose ``/run_bash_script`` answers 500 without the result).
 
@@ -36,7 +36,7 @@ COMMAND_LOCATIONS = ("local", "ssh")
 
 @runtime_checkable
 class ResetStrategy(Protocol):
-    """Something that resets a remote desktop; raises :class:`ProviderError` on failure."""
+    """Something that resets a remote desktop; raises ``ProviderError`` on failure."""
 
     def reset(self, desktop: RemoteDesktop) -> None:
         """Bring ``desktop`` back to its clean state."""
@@ -117,8 +117,8 @@ class GuestScriptReset:
     """Run a bash script inside the guest (as the guest's user, in its HOME).
 
     The script runs once per reset (OSWorld's host re-runs a failed-looking script three times;
-    a reset must not repeat its side effects). See :meth:`GuestClient.run_script
-    <osworld_gym.guest.client.GuestClient.run_script>` for how each server runs it.
+    a reset must not repeat its side effects). See ``GuestClient.run_script`` for how each
+    server runs it.
 
     Attributes:
         script: The script, e.g. ``"pkill -u user -f soffice; rsync -a --delete

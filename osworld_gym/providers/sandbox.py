@@ -8,18 +8,18 @@ server and every app the guest starts) runs under ``bwrap`` as OSWorld's user ``
 - the desktop's private home folder mounted at ``/home/user`` (and ``HOME`` pointing there),
   the other homes hidden;
 - private ``/tmp`` and ``/var/tmp`` folders (the host's X sockets are bound into ``/tmp``);
-- a private ``/run`` holding the desktop's state folder (:data:`STATE_MOUNT`) and its
+- a private ``/run`` holding the desktop's state folder (``STATE_MOUNT``) and its
   ``XDG_RUNTIME_DIR`` (``/run/user/1000``, as in OSWorld's login session);
 - everything else of the host read-only;
 - one PID and user namespace for all of the desktop's processes, as on a VM: ``pkill`` or
   ``ps`` in a task sees the desktop's own processes and never another desktop's. Its init is
-  :mod:`osworld_gym.providers.sandbox_init`, started first (:func:`holder_command`); the other
+  ``osworld_gym.providers.sandbox_init``, started first (``holder_command()``); the other
   processes join its namespaces, each in a mount namespace of its own with the same mounts.
 
 As root (CI) bubblewrap needs nothing more; as an ordinary user it uses unprivileged user
 namespaces (enabled by default on Debian). The desktop gets no privilege it did not have:
 ``sudo`` inside is a wrapper that checks OSWorld's password and runs the command as the same
-user (:mod:`osworld_gym.providers.desktop_bin`).
+user (``osworld_gym.providers.desktop_bin``).
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ class SandboxFolders:
         home: Mounted at ``/home/user``.
         tmp: Mounted at ``/tmp``.
         var_tmp: Mounted at ``/var/tmp``.
-        state: Mounted at :data:`STATE_MOUNT` (holds the wrappers' ``bin`` folder).
-        runtime: Mounted at :data:`RUNTIME_MOUNT`.
+        state: Mounted at ``STATE_MOUNT`` (holds the wrappers' ``bin`` folder).
+        runtime: Mounted at ``RUNTIME_MOUNT``.
     """
 
     home: Path
@@ -188,12 +188,12 @@ _SYSTEM_FOLDERS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", 
 
 
 def shown(path: str) -> bool:
-    """Whether ``path`` lies in a top-level folder the desktop is shown (:data:`SHOWN_ROOTS`)."""
+    """Whether ``path`` lies in a top-level folder the desktop is shown (``SHOWN_ROOTS``)."""
     return any(_under(path, root) for root in SHOWN_ROOTS)
 
 
 def _shown_roots() -> list[str]:
-    """Arguments that show :data:`SHOWN_ROOTS` read-only (a merged /usr's links as links)."""
+    """Arguments that show ``SHOWN_ROOTS`` read-only (a merged /usr's links as links)."""
     words: list[str] = []
     for root in SHOWN_ROOTS:
         if os.path.islink(root):
@@ -208,7 +208,7 @@ def _under(path: str, folder: str) -> bool:
 
 
 def hidden_folders(driver_folders: Sequence[str] = ()) -> tuple[str, ...]:
-    """The host folders a desktop sees empty: :data:`HIDDEN_ROOTS` and the driver's folders.
+    """The host folders a desktop sees empty: ``HIDDEN_ROOTS`` and the driver's folders.
 
     Args:
         driver_folders: Where the driving program's files are (its working directory, its
@@ -234,13 +234,13 @@ _ANSWER_PACKAGES = ("osworld_gym_envs", "osworld_gym.commands.oracles", "osworld
 
 
 def answer_folders(shown_paths: Sequence[str] = ()) -> tuple[str, ...]:
-    """Folders of the host whose files hold answers (see :data:`_ANSWER_PACKAGES`).
+    """Folders of the host whose files hold answers (see ``_ANSWER_PACKAGES``).
 
     A desktop's Python needs its ``site-packages`` (or the checkout of an editable install)
     shown, and the suites and oracles are installed beside the library: they are masked over it.
 
     Args:
-        shown_paths: Folders shown to the desktop (:func:`python_paths`): any copy of those
+        shown_paths: Folders shown to the desktop (``python_paths()``): any copy of those
             packages in them is masked too, not only the one this process imports.
     """
     import importlib.util
@@ -311,7 +311,7 @@ def hidden_paths(paths: list[str], hidden: tuple[str, ...] = HIDDEN_ROOTS) -> tu
 
     Args:
         paths: Candidate paths.
-        hidden: The folders the sandbox hides (:func:`hidden_folders`).
+        hidden: The folders the sandbox hides (``hidden_folders()``).
     """
     found: list[str] = []
     for raw in paths:
@@ -408,31 +408,31 @@ def wrap(
     stands, in the desktop's user namespace, for the launcher's own, so it has the launcher's
     rights and no more. Under a root launcher (``identity.dedicated``) bubblewrap runs as root
     only to lay out the mounts; the program then runs as the desktop's own unprivileged host
-    uid, mapped to 1000 in a user namespace of its own (:mod:`desktop_identity`). The caller
-    sets the environment (``HOME``, ``PATH`` with :data:`BIN_MOUNT` first, ``XDG_RUNTIME_DIR``,
+    uid, mapped to 1000 in a user namespace of its own (``desktop_identity``). The caller
+    sets the environment (``HOME``, ``PATH`` with ``BIN_MOUNT`` first, ``XDG_RUNTIME_DIR``,
     ``XAUTHORITY``); bubblewrap passes it through.
 
     Args:
         argv: The command.
         folders: The desktop's folders.
         join: The desktop's namespaces (their descriptors must be passed to the child), or None
-            to create them: ``argv`` then becomes their init (:func:`holder_command`).
+            to create them: ``argv`` then becomes their init (``holder_command()``).
         bwrap: The ``bwrap`` executable.
         keep_visible: Host paths that the sandbox's private folders would hide and that its
-            programs need, shown read-only at the same place (see :func:`hidden_paths`).
+            programs need, shown read-only at the same place (see ``hidden_paths()``).
         identity: Who the program is on the host (None: the launcher, as an ordinary user).
         x_socket: The desktop's X server socket, the only one shown (None: none).
         hidden: Host folders replaced by empty ones (the homes, ``/root``, temp folders, the
             driver's folders): the private folders and ``keep_visible`` go over them.
-            None: :func:`hidden_folders` (those of :data:`HIDDEN_ROOTS` that exist).
+            None: ``hidden_folders()`` (those of ``HIDDEN_ROOTS`` that exist).
         masked: Folders replaced by empty ones over everything else, even inside
             ``keep_visible`` (the bundled task suites, whose reference files are answers).
         private_network: The init makes a network namespace of its own (a loopback of its
-            own, nothing of the host's; :mod:`osworld_gym.providers.netns`) and the other
+            own, nothing of the host's; ``osworld_gym.providers.netns``) and the other
             processes join it (``join.net``), entered before bubblewrap starts.
         as_guest: ``argv`` is the guest server (``argv[0]`` its Python): under a root launcher
             it runs with a split identity the desktop's programs cannot signal
-            (:meth:`HostIdentity.guest_command`).
+            (``HostIdentity.guest_command()``).
         resolv_conf: The resolver configuration shown as ``/etc/resolv.conf`` (a private
             network's outbound link has a DNS forwarder of its own), or None: the host's.
         systemd_services: Show ``/run/systemd/system``, which tells systemd's tools that

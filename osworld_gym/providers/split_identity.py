@@ -18,13 +18,13 @@ namespace may write a map of more than one uid. So this program forks: the paren
 new user namespace, the child, still root outside it, writes its maps and exits.
 
 The split itself happens after ``exec``, in the guest
-(:func:`osworld_gym.guest.identity.take_split_identity`): ``execve`` copies the effective uid
+(``osworld_gym.guest.identity.take_split_identity()``): ``execve`` copies the effective uid
 to the saved one, and a program started with real and effective uids apart runs in "secure
 execution" mode, where the C library ignores ``XAUTHORITY`` and the like. So this program
 starts the guest as the desktop's user with one capability, ``CAP_SETUID``, ambient (it
 survives ``exec``) and valid only in the guest's own user namespace; the guest's first act is
 to take its own real and saved uid and drop it. The guest starts its own programs as the
-desktop's user through and through (:func:`osworld_gym.guest.identity.desktop_user`).
+desktop's user through and through (``osworld_gym.guest.identity.desktop_user()``).
 
 Only the standard library: it runs isolated (``-I``), without the package's imports.
 """

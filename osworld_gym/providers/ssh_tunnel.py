@@ -1,11 +1,11 @@
 """SSH connections and local port forwards (paramiko), for desktops behind an SSH server.
 
-:class:`SSHTunnel` listens on ``127.0.0.1:<free port>`` and carries every connection made to it
+``SSHTunnel`` listens on ``127.0.0.1:<free port>`` and carries every connection made to it
 through one SSH connection to ``remote_host:remote_port`` as seen from the SSH server (a
 ``direct-tcpip`` channel, what ``ssh -L`` does). The same connection runs shell commands
-(:meth:`SSHTunnel.run`), e.g. a snapshot-revert command on the VM host. A dropped SSH
+(``SSHTunnel.run()``), e.g. a snapshot-revert command on the VM host. A dropped SSH
 connection is re-established on the next forwarded connection. Several tunnels can share one
-:class:`SSHConnection` (a desktop's guest and service ports: one login, one TCP connection).
+``SSHConnection`` (a desktop's guest and service ports: one login, one TCP connection).
 
 paramiko is imported lazily: ``pip install 'osworld-gym[ssh]'``.
 """
@@ -318,7 +318,7 @@ class SSHTunnel:
 
     Args:
         ssh: The SSH server (the tunnel opens its own connection and closes it with itself),
-            or an open :class:`SSHConnection` to share (left open by :meth:`close`).
+            or an open ``SSHConnection`` to share (left open by ``close()``).
         remote_host: Destination host as the SSH server sees it (often ``127.0.0.1``).
         remote_port: Destination port.
         bind_host: Local address to listen on (loopback).
@@ -382,7 +382,7 @@ class SSHTunnel:
         return self.connection._client
 
     def run(self, command: str, *, timeout: float = 300.0) -> CommandOutput:
-        """Run a shell command on the SSH server (see :meth:`SSHConnection.run`)."""
+        """Run a shell command on the SSH server (see ``SSHConnection.run()``)."""
         with self._lock:
             if self._closed:
                 raise ProviderError(f"{self!r} is closed")

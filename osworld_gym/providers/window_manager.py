@@ -53,7 +53,7 @@ class WindowManagerState:
         owner: The window that owns ``WM_S0``.
         windows: Its own top-level windows (those of the owner's X client): frames, menus,
             popups. Openbox makes new ones when it reconfigures.
-        properties: The root window's :data:`WM_PROPERTIES` (absent, empty and 0 alike).
+        properties: The root window's ``WM_PROPERTIES`` (absent, empty and 0 alike).
         cursor_serial: XFixes serial of the cursor shown with the pointer over the root
             (0 without XFixes).
         shown: Windows mapped on screen (of any client).
@@ -118,7 +118,7 @@ def read_state(conn: Any) -> WindowManagerState:
 
 
 def root_properties(conn: Any) -> tuple[tuple[str, object], ...]:
-    """The root window's :data:`WM_PROPERTIES`, by name (absent, empty and 0 alike)."""
+    """The root window's ``WM_PROPERTIES``, by name (absent, empty and 0 alike)."""
     root = conn.screen().root
     return tuple((name, _property_value(conn, root, name)) for name in WM_PROPERTIES)
 
@@ -128,7 +128,7 @@ def answers(conn: Any, deadline: float) -> bool:
 
     ``_NET_REQUEST_FRAME_EXTENTS`` on a window that is never mapped: the window manager sets
     ``_NET_FRAME_EXTENTS`` on it, nothing is shown, and every event it got before is handled.
-    The request is sent again every :data:`_PROBE_REPEAT` seconds: a window manager that
+    The request is sent again every ``_PROBE_REPEAT`` seconds: a window manager that
     has just taken ``WM_S0`` may not listen on the root window yet, and misses it.
     """
     from Xlib import X

@@ -3,9 +3,9 @@
 Xvfb without authentication takes a connection from any local process: one desktop could read
 another's screen and type into it (XTEST), and any local user, ``nobody`` included, a root
 launcher's desktop. Each desktop's server therefore starts with a random MIT-MAGIC-COOKIE-1
-(:meth:`XCookie.write_server_file`); the desktop's programs get the cookie in their
+(``XCookie.write_server_file()``); the desktop's programs get the cookie in their
 ``XAUTHORITY`` file, and the sandbox shows them only their own server's socket file. The
-launcher's own uid is let in by the server's ``localuser`` rule (:func:`admit_launcher`), so
+launcher's own uid is let in by the server's ``localuser`` rule (``admit_launcher()``), so
 the host side (reset, the window manager checks) connects without the cookie file.
 
 The server's abstract-namespace socket stays (it keeps display numbers unique, and

@@ -4,9 +4,9 @@ A light reset keeps the desktop's X server. Whatever a program of the last episo
 would otherwise reach the next one: a keymap change (``xmodmap``, ``setxkbmap``) that turns
 ``banana`` into ``bbnbnb``, swapped mouse buttons, ``xset`` settings, X resources (``xrdb``),
 cut buffers and other root-window properties, an opened access list (``xhost +``), a changed
-font path. :func:`read` takes all of it in a few round trips; :func:`restore` puts back what a
+font path. ``read()`` takes all of it in a few round trips; ``restore()`` puts back what a
 request can, and names what it could not (the caller then starts a new X server);
-:func:`release_input` lets go of held keys and buttons first, :func:`centre_pointer` puts the
+``release_input()`` lets go of held keys and buttons first, ``centre_pointer()`` puts the
 pointer where a new server has it.
 
 Not covered: XKB's own controls and state beyond the core mapping (python-xlib has no XKB),
@@ -139,7 +139,7 @@ def _owner_id(owner: Any) -> int:
 
 @dataclass(frozen=True)
 class Restoration:
-    """What :func:`restore` did.
+    """What ``restore()`` did.
 
     Attributes:
         changed: The fields that differed from the fresh state.
@@ -397,7 +397,7 @@ _RESTORERS = {
 def release_input(conn: Any) -> None:
     """Release held keys and buttons, clear the root background.
 
-    What :meth:`osworld_gym.guest.x11.X11Session.release_all` does, on the reset's connection:
+    What ``osworld_gym.guest.x11.X11Session.release_all()`` does, on the reset's connection:
     an ``X11Session`` of its own costs ~10 ms of CPU (its keyboard-mapping scan).
     """
     from Xlib import X
@@ -419,7 +419,7 @@ def release_input(conn: Any) -> None:
 
 
 def centre_pointer(conn: Any) -> None:
-    """Move the pointer to the middle of the screen as it is now (after :func:`restore`).
+    """Move the pointer to the middle of the screen as it is now (after ``restore()``).
 
     The size comes from the root's geometry: the connection's own record is the size the
     screen had when it was opened, which an episode may have changed (``xrandr --fb``).

@@ -1,6 +1,6 @@
 """OSWorld tasks as validated, immutable data.
 
-Load tasks with :func:`load_tasks` from a bundled suite name, an ``evaluation_examples``-style
+Load tasks with ``load_tasks()`` from a bundled suite name, an ``evaluation_examples``-style
 folder, an index JSON, a task file or dicts; every malformed task is reported with its file and
 field. The objects keep OSWorld's semantics (``docs/design/task-format.md``) and the original JSON
 (``Task.raw``), and summarise what each task needs (``Task.needs``) for support reports.

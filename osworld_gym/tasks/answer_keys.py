@@ -5,11 +5,11 @@ When a task's setup puts that file into the desktop (an ``upload_file`` or ``dow
 the evaluator reads it back from there, an agent can open it and save it over its document, or
 edit it, and score without doing the task. OSWorld's own tasks keep references on the host
 (``cloud_file`` URLs, ``rule`` values); this package's suites do too, with ``cloud_file``'s
-``local_path`` form for files beside the task. :func:`answer_key_leaks` finds the two ways a task
+``local_path`` form for files beside the task. ``answer_key_leaks()`` finds the two ways a task
 breaks that rule:
 
 - an ``expected`` getter that asks the desktop (``vm_file``, ``vm_command_line``, any getter but
-  the host-side ones of :data:`HOST_GETTERS`) about a file the task's setup put there;
+  the host-side ones of ``HOST_GETTERS``) about a file the task's setup put there;
 - an ``expected`` reference on the host (a ``cloud_file`` URL or ``local_path``) that a setup
   step also uploads or downloads into the desktop.
 
@@ -43,7 +43,7 @@ class Placed:
     """A file a setup step puts into the desktop, and where it comes from on the host.
 
     Attributes:
-        guest_path: Where it lands, normalised (``~`` spelt as :data:`GUEST_HOME`).
+        guest_path: Where it lands, normalised (``~`` spelt as ``GUEST_HOME``).
         source: The host file (``upload_file``, resolved against the task file) or the URL
             (``download``).
         step: The step's place in the task, e.g. ``config[0]``.
@@ -55,7 +55,7 @@ class Placed:
 
 
 def guest_path(path: str) -> str:
-    """A desktop path in one spelling: ``~``/``$HOME`` as :data:`GUEST_HOME`, normalised.
+    """A desktop path in one spelling: ``~``/``$HOME`` as ``GUEST_HOME``, normalised.
 
     A relative path is taken under the home folder (where the guest server runs commands).
     """

@@ -1,4 +1,4 @@
-"""Errors of the task layer (defined in :mod:`osworld_gym.errors`, re-exported here)."""
+"""Errors of the task layer (defined in ``osworld_gym.errors``, re-exported here)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Deeply immutable JSON values that still behave like the JSON they came from.
 
-Task objects are shared between envs (a pool hands one :class:`~osworld_gym.tasks.TaskSet` to
+Task objects are shared between envs (a pool hands one ``TaskSet`` to
 many workers), so their payloads must not be mutable: a setup interpreter that substituted a
 placeholder in place would corrupt every later episode. Plain ``MappingProxyType``/``tuple``
 freezing would break OSWorld-semantics code downstream, which receives these values as metric
@@ -21,7 +21,7 @@ _SCALARS = str | int | float | bool | None
 MAX_DEPTH = 100
 """How many arrays and objects may sit inside one another in a task document.
 
-Everything that walks task data recurses once per level: :func:`freeze` and :func:`thaw` (about
+Everything that walks task data recurses once per level: ``freeze()`` and ``thaw()`` (about
 four Python frames a level), ``json.dumps`` in error messages, ``copy.deepcopy``, hashing, and
 the pickling that hands tasks to pool workers. Python stops at 1000 frames (less whatever the
 caller's stack already holds), so a document a few hundred levels deep would fail in any of
@@ -129,8 +129,8 @@ def freeze(value: Any, where: str = "") -> Any:
         where: Path of ``value`` inside its document, used in the error message.
 
     Returns:
-        ``value`` itself for scalars and already frozen values, else a :class:`FrozenDict` or
-        :class:`FrozenList`.
+        ``value`` itself for scalars and already frozen values, else a ``FrozenDict`` or
+        ``FrozenList``.
 
     Raises:
         NotJSONError: ``value`` holds something that is not JSON data.

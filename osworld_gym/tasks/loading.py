@@ -47,7 +47,7 @@ TaskSource: TypeAlias = (
     "str | os.PathLike[str] | Mapping[str, Any] | Sequence[Mapping[str, Any] | Task] "
     "| Task | TaskSet"
 )
-"""Everything :func:`load_tasks` accepts as ``source``."""
+"""Everything ``load_tasks()`` accepts as ``source``."""
 
 
 def load_tasks(
@@ -63,7 +63,7 @@ def load_tasks(
     Args:
         source: A bundled suite name, a folder (``evaluation_examples``-style or plain), an
             index JSON file, a task JSON file, a task dict, a list of task dicts (or
-            :class:`Task` objects), or a :class:`Task`/:class:`TaskSet`.
+            ``Task`` objects), or a ``Task``/``TaskSet``.
         domain: Only tasks of this domain (or these domains).
         ids: Only these task ids, in this order.
         errors: ``"raise"`` stops at the first malformed task; ``"collect"`` skips malformed

@@ -2,7 +2,7 @@
 
 The field meanings follow OSWorld's task format (``docs/design/task-format.md``) and evaluation
 semantics (``docs/design/evaluators.md#evaluation-order``). Build these objects with
-:func:`osworld_gym.tasks.load_tasks` or :meth:`Task.from_dict`, which validate; the constructors
+``osworld_gym.tasks.load_tasks()`` or ``Task.from_dict()``, which validate; the constructors
 trust their arguments.
 """
 
@@ -90,7 +90,7 @@ class EvaluatorSpec:
 
     OSWorld's JSON has two shapes: ``func`` a string with ``result``/``expected``/``options``
     single values, or ``func`` a list with parallel lists of those. Both become tuples here with
-    one entry per metric, and :attr:`is_list` remembers which shape the JSON had (the scoring
+    one entry per metric, and ``is_list`` remembers which shape the JSON had (the scoring
     rule of a one-element list is the list rule).
 
     Attributes:
@@ -120,7 +120,7 @@ class EvaluatorSpec:
 
     @property
     def checks(self) -> tuple[Check, ...]:
-        """The metrics with their getters and options, one :class:`Check` per metric."""
+        """The metrics with their getters and options, one ``Check`` per metric."""
         if self.infeasible:
             return ()
         return tuple(
@@ -203,7 +203,7 @@ class Task:
 
     @classmethod
     def from_dict(cls, data: Any, *, origin: str = "<dict>", domain: str | None = None) -> Task:
-        """Validate an OSWorld task JSON object and build a :class:`Task` from it.
+        """Validate an OSWorld task JSON object and build a ``Task`` from it.
 
         Args:
             data: The parsed JSON object.

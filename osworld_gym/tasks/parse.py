@@ -1,4 +1,4 @@
-"""Validation of one OSWorld task JSON object into a :class:`~osworld_gym.tasks.Task`.
+"""Validation of one OSWorld task JSON object into a ``Task``.
 
 The rule of thumb: a task that loads here is one OSWorld could run. Each check below mirrors a
 place where OSWorld's ``DesktopEnv``/``SetupController`` would crash or misbehave on the task
@@ -49,11 +49,11 @@ TOO_DEEP_REASON = (
     f"nested more than {MAX_DEPTH} levels deep (arrays and objects inside one another); "
     "no task needs that, and deeper data cannot be processed safely"
 )
-"""Why data nested past :data:`~osworld_gym.tasks.frozen.MAX_DEPTH` is refused."""
+"""Why data nested past ``MAX_DEPTH`` is refused."""
 
 
 class _Reporter:
-    """Raises :class:`TaskFormatError` for one document (its origin and file)."""
+    """Raises ``TaskFormatError`` for one document (its origin and file)."""
 
     def __init__(self, origin: str, path: Path | None) -> None:
         self.origin = origin
@@ -66,7 +66,7 @@ class _Reporter:
 def parse_task(
     data: Any, *, origin: str = "<dict>", domain: str | None = None, path: Path | None = None
 ) -> Task:
-    """Validate an OSWorld task JSON object and build a :class:`~osworld_gym.tasks.Task`.
+    """Validate an OSWorld task JSON object and build a ``Task``.
 
     Args:
         data: The parsed JSON object.

@@ -31,7 +31,7 @@ def placeholder_values(*, client_password: str, screen_size: tuple[int, int]) ->
         screen_size: ``(width, height)`` in pixels; the halves are rounded down, as in OSWorld.
 
     Returns:
-        A mapping from each of :data:`PLACEHOLDERS` to its replacement.
+        A mapping from each of ``PLACEHOLDERS`` to its replacement.
 
     Example:
         >>> values = placeholder_values(client_password="pw", screen_size=(1921, 1080))
@@ -67,7 +67,7 @@ def substitute_placeholders(
 
     Args:
         command: The step's ``command``: a shell string or an argv list.
-        values: Replacements, usually from :func:`placeholder_values`.
+        values: Replacements, usually from ``placeholder_values()``.
 
     Returns:
         A new string or a new plain ``list`` (the input is not modified).

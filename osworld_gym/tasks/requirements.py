@@ -6,15 +6,15 @@ command line (``docs/design/task-format.md#task-statistics`` and the 369 Ubuntu 
 - the program of each ``launch`` step, always (a desktop without it cannot start the task);
 - in ``execute``/``command`` steps and ``vm_command_line``/``vm_command_error`` getters, the
   words at a command position (start of a command, after ``;``, ``&&``, ``|``, ``sudo``,
-  ``VAR=value`` ...) that are in :data:`KNOWN_COMMANDS` - apps and command-line tools whose
+  ``VAR=value`` ...) that are in ``KNOWN_COMMANDS`` - apps and command-line tools whose
   absence changes what a task does; everyday shell words (``ls``, ``echo``, ``mkdir``) are
   everywhere and not listed;
 - ``open`` steps: ``xdg-open`` (the guest opens files with it) and the app of the file's
-  extension (:data:`OPEN_EXTENSION_COMMANDS`);
+  extension (``OPEN_EXTENSION_COMMANDS``);
 - the apps the task is about: its ``related_apps`` tags and its domain
-  (:data:`APP_TAG_COMMANDS`), since the agent is expected to use them even when the setup does
+  (``APP_TAG_COMMANDS``), since the agent is expected to use them even when the setup does
   not start them (infeasible Chrome tasks still happen in a desktop with Chrome);
-- getters that read an app's running state or profile (:data:`GETTER_COMMANDS`).
+- getters that read an app's running state or profile (``GETTER_COMMANDS``).
 
 ``python``/``python3`` are not listed: the guest puts its own interpreter first on ``PATH``.
 """
@@ -334,7 +334,7 @@ def reference_files(task: Task) -> tuple[str, ...]:
 def task_assets(task: Task) -> tuple[AssetRef, ...]:
     """The files a task fetches by URL (``download`` steps, ``cloud_file`` getters), in order.
 
-    A ``cloud_file`` with a ``local_path`` is a host file beside the task (:func:`reference_files`),
+    A ``cloud_file`` with a ``local_path`` is a host file beside the task (``reference_files()``),
     no URL: it is not an asset.
     """
     assets: dict[tuple[str, str], AssetRef] = {}
@@ -358,7 +358,7 @@ def task_assets(task: Task) -> tuple[AssetRef, ...]:
 
 
 def task_requirements(task: Task) -> TaskRequirements:
-    """Everything :class:`TaskRequirements` lists, derived from the task's JSON."""
+    """Everything ``TaskRequirements`` lists, derived from the task's JSON."""
     commands: dict[str, list[str]] = {}
 
     def need(command: str, why: str) -> None:

@@ -5,7 +5,7 @@ OSWorld runs a step ``{"type": T, "parameters": P}`` as ``SetupController._T_set
 only when the task runs. Checking the same signatures at load time moves that failure to the moment
 the task file is read, with a message that names the field.
 
-Getter configs are checked the same way (:data:`GETTER_TYPES`, :func:`check_getter_parameters`):
+Getter configs are checked the same way (``GETTER_TYPES``, ``check_getter_parameters()``):
 a getter reads its keys only when the task is scored, and there a missing key or a value of the
 wrong JSON type (a ``command`` given as an object) raises inside the check, which scores 0 like
 a wrong answer. Only the keys the getters read are checked, and other keys pass, as OSWorld's
@@ -280,7 +280,7 @@ def check_step_parameters(step_type: str, parameters: Any, where: str, fail: Fai
     """Check a step's ``parameters`` against the signature of its type.
 
     Args:
-        step_type: The step's ``type`` (already known to be in :data:`STEP_TYPES`).
+        step_type: The step's ``type`` (already known to be in ``STEP_TYPES``).
         parameters: The step's ``parameters`` value.
         where: Field path of ``parameters``, e.g. ``config[2].parameters``.
         fail: Called with a field path and reason on the first problem.
@@ -458,7 +458,7 @@ implement, such as ``googledrive_file``) are not checked.
 def check_getter_parameters(
     getter_type: str, config: Mapping[str, Any], where: str, fail: Fail
 ) -> None:
-    """Check a getter config against :data:`GETTER_TYPES`; other getter types pass.
+    """Check a getter config against ``GETTER_TYPES``; other getter types pass.
 
     Args:
         getter_type: The getter's ``type``.

@@ -34,7 +34,7 @@ class TaskSet(Sequence[Task]):
     """An immutable sequence of tasks with unique ids.
 
     Index it by position (``tasks[0]``), slice it (a new ``TaskSet``), or look a task up by id
-    (``tasks["<id>"]``; an unknown id raises :class:`UnknownTaskError` with suggestions).
+    (``tasks["<id>"]``; an unknown id raises ``UnknownTaskError`` with suggestions).
 
     Args:
         tasks: The tasks, in order.
@@ -183,7 +183,7 @@ class TaskSet(Sequence[Task]):
         return self._tasks[_draw_index(rng, len(self._tasks))]
 
     def shuffled(self, rng: Rng) -> TaskSet:
-        """A new set with the same tasks in an order drawn from ``rng`` (see :meth:`sample`)."""
+        """A new set with the same tasks in an order drawn from ``rng`` (see ``sample()``)."""
         order = list(self._tasks)
         for i in range(len(order) - 1, 0, -1):  # Fisher-Yates, drawing from either rng kind
             j = _draw_index(rng, i + 1)

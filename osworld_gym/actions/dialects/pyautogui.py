@@ -1,21 +1,21 @@
 """The pyautogui dialect: OSWorld's ``pyautogui`` action space, parsed -- never executed.
 
 Code comes fenced (```` ```python ... ``` ````) or bare; ``WAIT``, ``DONE`` and ``FAIL`` are
-accepted alone or as lines of the code. The code is parsed with :mod:`ast` and every statement
-must be on the allowlist: calls in :data:`ALLOWED_CALLS` (``pyautogui.click``, ``time.sleep``,
+accepted alone or as lines of the code. The code is parsed with ``ast`` and every statement
+must be on the allowlist: calls in ``ALLOWED_CALLS`` (``pyautogui.click``, ``time.sleep``,
 ...) with literal arguments, ``import pyautogui`` / ``import time`` (optionally ``as`` a name),
 ``pyautogui.FAILSAFE`` / ``pyautogui.PAUSE`` settings, docstrings and ``pass``. Anything else --
 other modules, ``exec``, ``open``, names, attribute chains, comprehensions, loops -- rejects the
 whole program, with the line and column of the offending node.
 
-What one typed action compiles to reads back as that action (:mod:`.compile`): a ``moveTo``
+What one typed action compiles to reads back as that action (``.compile``): a ``moveTo``
 followed by ``dragTo`` or ``scroll`` is one drag or scroll, ``scroll`` + ``hscroll`` one
 scroll, and ``hotkey('shift', ',')`` -- OSWorld's way of typing ``<`` on X11 -- is typed text
 ``<``, joined to the text around it. Timing arguments are dropped; ``time.sleep`` is a wait.
 
 In lenient mode, text that is not valid Python as a whole (prose around code) is searched for
 ``pyautogui.<name>(...)`` and ``time.sleep(...)`` calls, each checked the same way. For
-OSWorld's unsafe run-the-code-as-is behaviour, see :mod:`osworld_gym.actions.unsafe`.
+OSWorld's unsafe run-the-code-as-is behaviour, see ``osworld_gym.actions.unsafe``.
 """
 
 from __future__ import annotations

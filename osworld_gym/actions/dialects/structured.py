@@ -1,7 +1,7 @@
 """The ``structured`` dialect: typed actions, ``{"kind": ...}`` dicts, or JSON of them.
 
 For agents that already produce structured output (tool calls, constrained decoding). Dicts
-use :meth:`Action.to_dict`'s shape; points are screen pixels and are clamped to the screen.
+use ``Action.to_dict()``'s shape; points are screen pixels and are clamped to the screen.
 """
 
 from __future__ import annotations
@@ -80,10 +80,10 @@ def parse(
     strict: bool = False,
     max_chars: int = DEFAULT_MAX_CHARS,
 ) -> ParseResult:
-    """Parse typed actions, action dicts or their JSON into a :class:`ParseResult`.
+    """Parse typed actions, action dicts or their JSON into a ``ParseResult``.
 
     Args:
-        text: An :class:`Action`, a ``{"kind": ...}`` dict, a list of them, or JSON text.
+        text: An ``Action``, a ``{"kind": ...}`` dict, a list of them, or JSON text.
         screen_size: ``(width, height)``; points are clamped to it.
         strict: Raise instead of reporting; JSON text must be nothing but JSON.
         max_chars: Longer strings are rejected.

@@ -348,7 +348,7 @@ def parse(
     Args:
         text: The model output.
         screen_size: ``(width, height)`` of the screen, in pixels.
-        strict: Raise :class:`~osworld_gym.errors.ActionParseError` instead of reporting, and
+        strict: Raise ``ActionParseError`` instead of reporting, and
             reject prose around the calls and unknown arguments.
         coordinates: ``"resized"`` (UI-TARS-1.5), ``"relative"`` (UI-TARS 1.0, 0-1000) or
             ``"screen"``.

@@ -2,10 +2,10 @@
 
 ``DESKTOP_BASICS`` maps each task id to its script: the steps passed to ``env.step`` one by one
 (a step is one typed action or a list of them), between them
-:class:`~osworld_gym.commands.oracles.conditions.WaitFor` steps (what the screen must show
+``WaitFor`` steps (what the screen must show
 before the next keys; the ``oracle`` agent polls for it, no script waits a fixed time); the
 last step ends with DONE, or FAIL for infeasible tasks. The points they click and the regions
-they watch were read off screenshots at :data:`DESKTOP_BASICS_SCREEN`.
+they watch were read off screenshots at ``DESKTOP_BASICS_SCREEN``.
 The ``ui-basics`` suite's oracle lives with the trainer (``osworld_agents.oracles``).
 """
 

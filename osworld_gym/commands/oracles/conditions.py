@@ -4,7 +4,7 @@ The env's ``step`` returns once the screen has settled, but an app can still be 
 LibreOffice maps a dialog and paints its widgets a moment later, and enters a text box's edit
 mode on a timer after the click or Enter. Keys sent in between are lost or land in the wrong
 place (a loaded host makes the gap longer). A script therefore says what it expects to see
-before its next keys: a :class:`WaitFor` step. The oracle checks it on each observation and,
+before its next keys: a ``WaitFor`` step. The oracle checks it on each observation and,
 while it does not hold, answers a short ``Wait`` action (a bounded poll, backing off) instead
 of the next keys.
 

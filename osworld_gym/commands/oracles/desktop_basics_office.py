@@ -2,12 +2,12 @@
 
 ``ORACLES`` (the openbox session) and ``GNOME_ORACLES`` (the GNOME session) map each task id to
 its script: action steps (one typed action or a list of them, each passed to ``env.step``) and
-:class:`~osworld_gym.commands.oracles.conditions.WaitFor` steps, the screen the next keys wait
+``WaitFor`` steps, the screen the next keys wait
 for. The oracles prefer the keyboard: arrow keys from Ctrl+Home to reach cells (the keys stay in
 the grid: no focus moves to wait for), shortcuts, and LibreOffice's command search (Shift+Esc)
 for menu commands. Where they click (Impress's slide pane, a menu item, one dialog button), the
 points were read off screenshots of each session at the suite's test size, 1280x720
-(:class:`OfficeLayout`), and so were the regions the conditions watch.
+(``OfficeLayout``), and so were the regions the conditions watch.
 
 Wherever the focus moves to another widget (a dialog, the command search, a menu, a text box's
 edit mode) the script waits until that widget shows before its next keys: LibreOffice draws a

@@ -8,7 +8,7 @@ uses mousepad's keyboard shortcuts. Two conventions keep them robust on a 1280x7
   burst (a ``Hotkey``), openbox misses the alt release and keeps its window switcher open, and
   the switcher swallows the next key.
 * Where a new window takes the focus (a dialog, an app started from the terminal), a
-  :class:`~osworld_gym.commands.oracles.conditions.WaitFor` step waits until it shows before
+  ``WaitFor`` step waits until it shows before
   the next keys go to it.
 """
 

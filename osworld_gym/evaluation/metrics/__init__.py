@@ -6,8 +6,8 @@ tldextract, mutagen) are imported when a metric runs; a missing one raises
 ``DependencyNotInstalled`` with the install command ``pip install 'osworld-gym[eval]'``. The
 audio/video metrics need the ``media`` extra (librosa, fastdtw, OpenCV, imagehash) and the OCR
 metric the ``ocr`` extra.
-:func:`metrics_for` gives the mapping of an evaluation mode: ``"osworld"`` (OSWorld's scores,
-the default) or ``"fixed"`` (:data:`FIXED_METRICS` corrected).
+``metrics_for()`` gives the mapping of an evaluation mode: ``"osworld"`` (OSWorld's scores,
+the default) or ``"fixed"`` (``FIXED_METRICS`` corrected).
 
 Example:
     >>> from osworld_gym.evaluation.metrics import get_metric

@@ -1,7 +1,7 @@
 """Lazy imports of the optional libraries metrics need, with an install hint when missing.
 
 Metric modules import nothing heavy at module level: ``import osworld_gym`` and loading a task
-must not pull in pandas or python-pptx. Each metric calls :func:`require` for what it reads.
+must not pull in pandas or python-pptx. Each metric calls ``require()`` for what it reads.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ INSTALL_HINT = install_command("eval")
 
 
 def require(module: str, extra: str = "eval") -> ModuleType:
-    """Import ``module`` or raise :class:`DependencyNotInstalled` naming the extra to install.
+    """Import ``module`` or raise ``DependencyNotInstalled`` naming the extra to install.
 
     Args:
         module: Dotted import name, e.g. ``"openpyxl"`` or ``"pptx.util"``.
@@ -45,7 +45,7 @@ def require(module: str, extra: str = "eval") -> ModuleType:
 def fuzz_ratio(a: str, b: str) -> float:
     """Normalised Indel similarity of two strings in [0, 100] (rapidfuzz's ``fuzz.ratio``).
 
-    OSWorld scores fuzzy text matches with rapidfuzz; :mod:`difflib` gives different numbers on
+    OSWorld scores fuzzy text matches with rapidfuzz; ``difflib`` gives different numbers on
     the same inputs, so the same library is used here for identical scores.
 
     Example:

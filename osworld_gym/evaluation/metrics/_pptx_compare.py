@@ -2,7 +2,7 @@
 
 The checks and their order are those of OSWorld's ``compare_pptx_files``: by default as its code
 of April 2026, with ``PptxOptions.rules_1_0_2`` as desktop-env 1.0.2's; see
-:mod:`osworld_gym.evaluation.metrics.slides` for the options and the differences. Where
+``osworld_gym.evaluation.metrics.slides`` for the options and the differences. Where
 OSWorld's code raises (a theme colour read as RGB, a shape python-pptx cannot classify, a size
 that is not set) these raise too, so that the evaluator scores such a deck 0 as OSWorld's run
 would.
@@ -32,7 +32,7 @@ _PLACEHOLDER_TEXT = "Elaborate on what you want to discuss."
 
 @dataclasses.dataclass(frozen=True)
 class PptxOptions:
-    """The ``examine_*`` switches of :func:`compare_pptx_files` (field = name sans prefix)."""
+    """The ``examine_*`` switches of ``compare_pptx_files()`` (field = name sans prefix)."""
 
     number_of_slides: bool = True
     shape: bool = True

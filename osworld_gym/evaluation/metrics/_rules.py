@@ -2,8 +2,8 @@
 
 A rule compares one value read from a file with a reference. The methods are OSWorld's:
 
-* ``eq``, ``ne``, ``lt``, ``le``, ``gt``, ``ge`` — the :mod:`operator` comparison;
-* ``re`` or ``re.FLAG.FLAG`` (e.g. ``re.I``) — :func:`re.search` of ``ref`` in the value;
+* ``eq``, ``ne``, ``lt``, ``le``, ``gt``, ``ge`` — the ``operator`` comparison;
+* ``re`` or ``re.FLAG.FLAG`` (e.g. ``re.I``) — ``re.search()`` of ``ref`` in the value;
 * ``approx:T`` — ``|float(value) - ref| <= T`` (a value that is not a number fails);
 * ``range.XY`` with ``X, Y`` in ``{t, e}`` — ``ref[0] <X value <Y ref[1]`` (``t``: strict,
   ``e``: or equal), e.g. ``range.te`` is ``ref[0] < value <= ref[1]``;

@@ -1,6 +1,6 @@
 """URL rules shared by the Chrome getters and metrics: the address bar's text, URL equality.
 
-Pure functions, no browser. :func:`compare_urls` is OSWorld's URL equality (used by
+Pure functions, no browser. ``compare_urls()`` is OSWorld's URL equality (used by
 ``is_expected_tabs``, ``is_expected_active_tab``, ``is_cookie_deleted`` and the
 ``chrome_close_tabs`` step): scheme, host without a lone ``www`` and without its public suffix
 (``airbnb.com`` equals ``airbnb.com.sg``), path without a lone ``/``, query and fragment. The

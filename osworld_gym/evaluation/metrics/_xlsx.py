@@ -179,7 +179,7 @@ _XM = "{http://schemas.microsoft.com/office/excel/2006/main}"
 def sparklines(path: str | Path, sheet_name: str) -> dict[Any, Any]:
     """A sheet's sparklines as ``{cells (xm:sqref): data range (xm:f)}``, as OSWorld reads them.
 
-    The sheet is found by its ``sheetId`` part (as :class:`RawXlsxReader` does); each
+    The sheet is found by its ``sheetId`` part (as ``RawXlsxReader`` does); each
     ``x14:sparkline`` gives its ``xm:sqref`` and ``xm:f`` texts converted the way ``xmltodict``
     hands them over (stripped, ``None`` when empty).
 

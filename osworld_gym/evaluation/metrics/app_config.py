@@ -239,7 +239,7 @@ def _filter_value(line: str, key: str) -> str:
 def read_thunderbird_filters(text: str) -> list[dict[str, Any]]:
     r"""Filters of a ``msgFilterRules.dat``; each is complete at its ``condition=`` line.
 
-    Lines are those of file iteration (:func:`~osworld_gym.evaluation.metrics.files.file_lines`).
+    Lines are those of file iteration (``file_lines()``).
 
     Raises:
         ValueError: A filter field before the first ``name=`` line (OSWorld has no filter

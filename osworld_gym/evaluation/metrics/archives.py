@@ -228,7 +228,7 @@ def compare_epub(result: str | None, expected: str | None) -> float:
 
     Returns:
         The mean over the result's parts; 0.0 when the result is missing or not a zip, or
-        where OSWorld's reader fails (see :func:`_epub_parts`).
+        where OSWorld's reader fails (see ``_epub_parts()``).
     """
     if result is None or expected is None:
         return 0.0

@@ -1,15 +1,15 @@
 """Chrome metrics: tabs, URLs, bookmarks, profile settings, cookies, history, desktop shortcuts.
 
 OSWorld's module ``chrome`` (the browser part; ``compare_pdfs`` and the archive metrics live in
-:mod:`~osworld_gym.evaluation.metrics.archives`). Each takes what a Chrome getter produced and
+``archives``). Each takes what a Chrome getter produced and
 the task's rule dict, and scores as OSWorld does: a missing (falsy) result scores 0, and a rule
 ``type`` OSWorld does not know raises ``TypeError`` where OSWorld's does (the evaluator scores
 that check 0 with the error recorded) or scores 0 where OSWorld's does.
 
 Two functions changed in OSWorld's code of 2026.04 (the default reference, see
-:mod:`osworld_gym.evaluation.references`); ``<name>_1_0_2`` keeps desktop-env 1.0.2's scoring:
-:func:`is_expected_installed_extensions` treats the Zoom extension's two store names as one,
-and :func:`is_shortcut_on_desktop` also accepts a ``Name=``/``Exec=`` line that contains the
+``osworld_gym.evaluation.references``); ``<name>_1_0_2`` keeps desktop-env 1.0.2's scoring:
+``is_expected_installed_extensions()`` treats the Zoom extension's two store names as one,
+and ``is_shortcut_on_desktop()`` also accepts a ``Name=``/``Exec=`` line that contains the
 expected text or is contained in it.
 """
 
@@ -57,7 +57,7 @@ def _without_query(url: str) -> str:
 
 
 def is_expected_active_tab_approximate(active_tab_info: Any, rule: Mapping[str, Any]) -> float:
-    """Like :func:`is_expected_active_tab`, but exact URLs compared without their query.
+    """Like ``is_expected_active_tab()``, but exact URLs compared without their query.
 
     Example:
         >>> rule = {"type": "url", "url": "chrome://password-manager/passwords"}
@@ -144,7 +144,7 @@ def is_expected_installed_extensions(installed: Any, expected: Mapping[str, Any]
 
 
 def is_expected_installed_extensions_1_0_2(installed: Any, expected: Mapping[str, Any]) -> float:
-    """:func:`is_expected_installed_extensions` as desktop-env 1.0.2 scores it: no aliases.
+    """``is_expected_installed_extensions()`` as desktop-env 1.0.2 scores it: no aliases.
 
     Example:
         >>> is_expected_installed_extensions_1_0_2(["Zoom Chrome Extension"],
@@ -324,7 +324,7 @@ def is_shortcut_on_desktop(shortcuts: Mapping[str, str] | None, rule: Mapping[st
 def is_shortcut_on_desktop_1_0_2(
     shortcuts: Mapping[str, str] | None, rule: Mapping[str, Any]
 ) -> float:
-    r""":func:`is_shortcut_on_desktop` as desktop-env 1.0.2 scores it: the exact line only.
+    r"""``is_shortcut_on_desktop()`` as desktop-env 1.0.2 scores it: the exact line only.
 
     A file passes only when it holds ``Name=<name>`` (or ``Exec=<exec>``) followed by a
     newline: case, a ``\r`` before the newline, or a missing final newline make it fail.

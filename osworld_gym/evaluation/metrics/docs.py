@@ -2,7 +2,7 @@
 
 ``.docx`` files are read with python-docx, ``.odt`` files with odfpy.
 
-Formatting checks (tables, spacing, fonts, images) are in :mod:`.docs_format`.
+Formatting checks (tables, spacing, fonts, images) are in ``.docs_format``.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def compare_docx_files(result: str | None, expected: str | None, **options: Any)
 def compare_docx_files_and_ignore_new_lines(
     result: str | None, expected: str | None, **options: Any
 ) -> float:
-    """Like :func:`compare_docx_files` on ``.docx`` files after dropping empty paragraphs.
+    """Like ``compare_docx_files()`` on ``.docx`` files after dropping empty paragraphs.
 
     Args:
         result: Path of the document the agent saved.

@@ -98,7 +98,7 @@ def evaluate_colored_words_in_tables(
 
     Every non-empty run in every table cell must be within CIEDE2000 ΔE ``threshold``
     (option, default 3.5) of pure red when its first letter is a vowel, else of pure blue.
-    The texts are compared by :func:`compare_docx_files` with its defaults.
+    The texts are compared by ``compare_docx_files()`` with its defaults.
     """
     if not result or not expected or not compare_docx_files(result, expected):
         return 0.0
@@ -140,7 +140,7 @@ def _highlighted_span(path: str) -> bool:
 def check_highlighted_words(result: str | None, expected: str | None) -> float:
     """1 when the texts match and no span of the ``.odt`` is highlighted yellow.
 
-    The texts are compared by :func:`compare_docx_files` with its defaults; a highlight is a
+    The texts are compared by ``compare_docx_files()`` with its defaults; a highlight is a
     ``text:span`` whose automatic style sets ``fo:background-color`` to ``#ffff00`` (OSWorld
     compares the text as written: ``#FFFF00`` is no highlight). A result that odfpy cannot
     read raises, as in OSWorld.

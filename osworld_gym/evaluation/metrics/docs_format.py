@@ -53,7 +53,7 @@ def compare_docx_tables(result: str | None, expected: str | None) -> float:
 def compare_line_spacing(result: str | None, expected: str | None) -> float:
     """1 when the texts match and every paragraph has the same line spacing.
 
-    The texts are compared by :func:`compare_docx_files` with its defaults.
+    The texts are compared by ``compare_docx_files()`` with its defaults.
     """
     if not result or not expected or not compare_docx_files(result, expected):
         return 0.0

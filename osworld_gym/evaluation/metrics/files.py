@@ -29,7 +29,7 @@ _CLOCK_TIME = re.compile(r"([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)")
 def read_text(path: str | Path) -> str:
     """A file's text as UTF-8; undecodable bytes become U+FFFD instead of failing.
 
-    Lenient: the metrics that score as OSWorld does read with :func:`read_utf8` instead.
+    Lenient: the metrics that score as OSWorld does read with ``read_utf8()`` instead.
     """
     return Path(path).read_text(encoding="utf-8", errors="replace")
 
@@ -49,8 +49,8 @@ def read_utf8(path: str | Path) -> str:
 def file_lines(text: str) -> list[str]:
     r"""The lines that iterating an open text file yields, newlines kept.
 
-    Only ``\n`` ends a line (text from :func:`read_utf8` has no other line ends left),
-    unlike :meth:`str.splitlines`, which also splits at ``\v``, ``\f``, U+2028 and others.
+    Only ``\n`` ends a line (text from ``read_utf8()`` has no other line ends left),
+    unlike ``str.splitlines()``, which also splits at ``\v``, ``\f``, U+2028 and others.
 
     Example:
         >>> file_lines("a\u2028b\nc")
@@ -108,7 +108,7 @@ def check_list(result: str | None, rules: Mapping[str, Any]) -> float:
     """Regexes over a file's lines.
 
     Passes when each ``expect`` pattern matches some line and no line matches an ``unexpect``
-    pattern (:func:`re.search` semantics). Lines are those of file iteration, newlines kept.
+    pattern (``re.search()`` semantics). Lines are those of file iteration, newlines kept.
 
     Raises:
         UnicodeDecodeError: The file is not UTF-8 (OSWorld's read raises too).
@@ -129,7 +129,7 @@ def check_csv(result: str | None, rules: Mapping[str, Any]) -> float:
     r"""Record patterns over a CSV file (header row as keys).
 
     Passes when each ``expect`` dict matches some record and no record matches an
-    ``unexpect`` dict (see :func:`match_record`).
+    ``unexpect`` dict (see ``match_record()``).
 
     The file is read as OSWorld reads it: strict UTF-8 and universal newlines, not the
     ``newline=""`` the csv module asks for, so a line break inside a quoted field reads as
@@ -309,7 +309,7 @@ def run_sqlite3(result: str | None, rules: Mapping[str, Any]) -> float:
 def compare_csv(result: str | None, expected: str | Sequence[str] | None, **options: Any) -> float:
     """1 when a CSV file's lines equal those of the expected file (or of any of a list).
 
-    Lines are read as OSWorld reads them (:func:`read_lines_any_encoding`): a byte-order mark
+    Lines are read as OSWorld reads them (``read_lines_any_encoding()``): a byte-order mark
     is part of the first line, so a result saved with one matches only a reference with one.
 
     Args:

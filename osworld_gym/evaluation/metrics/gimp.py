@@ -5,12 +5,12 @@ most, the reference image (``expected``), in the order the task files pass them;
 swap the two on purpose (a "brighten" task reuses the "darken" metric with the original as
 ``result``). A missing path, a missing file or a file Pillow cannot read scores 0.
 
-Structure similarity is :func:`~osworld_gym.evaluation.metrics.images.ssim` on RGB pixels
+Structure similarity is ``ssim()`` on RGB pixels
 (scikit-image's number). As in OSWorld, it requires both images to have the same size and to
 be at least 7 pixels on each side, except where a metric says it resizes first.
 
 Layout checks on single images (green background, triangle position, text box side) are in
-:mod:`.gimp_layout`.
+``.gimp_layout``.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def check_brightness_decrease_and_structure_sim(
     """1 when ``result`` is darker than ``expected`` and otherwise the same picture.
 
     Both images are first scaled to the same mean brightness (128, see
-    :func:`_scaled_to_brightness`); "the same picture" then means an RGB mean squared error
+    ``_scaled_to_brightness()``); "the same picture" then means an RGB mean squared error
     (pixels in [0, 1]) below ``threshold``.
 
     Args:

@@ -41,7 +41,7 @@ def check_green_background(result: str | None, expected: str | None) -> float:
     (row, column) arrays, so only a square reference can pass (any other raises there); it
     reads pixels as stored, so a reference without colour channels (grey, palette) fails, and
     a result smaller than the reference, or without three channels, fails where a non-black
-    reference pixel needs it. :func:`check_green_background_fixed` checks every pixel of any
+    reference pixel needs it. ``check_green_background_fixed()`` checks every pixel of any
     shape.
     """
     images = load_images(result, expected)
@@ -72,7 +72,7 @@ def check_green_background_fixed(result: str | None, expected: str | None) -> fl
 
     The reference shows the object in black on a lighter background; "green" means the
     green channel is larger than both red and blue. Images of different sizes score 0.
-    Unlike OSWorld's :func:`check_green_background`, every pixel is checked whatever the
+    Unlike OSWorld's ``check_green_background()``, every pixel is checked whatever the
     image's shape and colour mode.
     """
     images = load_images(result, expected)
@@ -116,7 +116,7 @@ def check_triangle_position(result: str | None) -> float:
     being the first) but its code sorts colours by ascending count: on an antialiased export
     it picks a handful of edge pixels, whose centroid decides. Pixels are compared as stored
     (alpha included); an image without colour channels or with one colour scores 0.
-    :func:`check_triangle_position_fixed` uses the shape's colour.
+    ``check_triangle_position_fixed()`` uses the shape's colour.
     """
     images = load_images(result)
     if images is None:
@@ -139,7 +139,7 @@ def check_triangle_position_fixed(result: str | None) -> float:
 
     The background is the most frequent colour and the shape the second most frequent; the
     shape's pixel centroid must lie within 5% of the height (and of the width) from the
-    centre. OSWorld's :func:`check_triangle_position` takes the second *least* frequent
+    centre. OSWorld's ``check_triangle_position()`` takes the second *least* frequent
     colour instead.
     """
     images = load_images(result)

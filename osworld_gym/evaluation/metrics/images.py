@@ -1,6 +1,6 @@
 """Image metrics (Pillow + numpy): SSIM similarity, exact pixel equality, sizes.
 
-OSWorld scores images with scikit-image's ``structural_similarity``; :func:`ssim` computes the
+OSWorld scores images with scikit-image's ``structural_similarity``; ``ssim()`` computes the
 same number (its default 7×7 uniform window, ``K1=0.01``, ``K2=0.03``, sample covariance)
 with numpy alone, so the evaluation extra does not need scikit-image and SciPy.
 """

@@ -2,12 +2,12 @@
 
 OSWorld's ``thunderbird.check_thunderbird_folder``, in two versions:
 
-* :func:`check_thunderbird_folder` scores as OSWorld's code does. Its reader splits the file
+* ``check_thunderbird_folder()`` scores as OSWorld's code does. Its reader splits the file
   on an upper-case ``FROM - `` (Thunderbird writes ``From - ``) and its filter is inverted:
   it keeps only the blank pieces. So it never compares a message: two folder files agree
   when both have, or both lack, a blank piece (an empty file, or one that starts with
   ``FROM - ``). Any two non-empty Thunderbird folders score 1.0.
-* :func:`check_thunderbird_folder_fixed` (the ``"fixed"`` evaluation mode) compares the
+* ``check_thunderbird_folder_fixed()`` (the ``"fixed"`` evaluation mode) compares the
   messages themselves, as OSWorld's documentation of the metric describes: a folder the
   agent left right scores 1.0 in both, a wrong one 0.0 only here.
 """
@@ -122,7 +122,7 @@ def check_thunderbird_folder_fixed(result: Any, expected: Any, **options: Any) -
     Args:
         result: A folder file's path, or a list of them.
         expected: The reference path(s), paired with ``result`` by position.
-        **options: Normalisation switches of :func:`folder_messages`.
+        **options: Normalisation switches of ``folder_messages()``.
 
     Returns:
         1.0 when every pair holds the same messages (in any order); 0.0 when one differs or

@@ -25,7 +25,7 @@ def check_mp3_meta(result: str | None, rules: Mapping[str, Mapping[str, Any]]) -
     Args:
         result: Path of the MP3 file.
         rules: EasyID3 key (``title``, ``artist``, ``album``, ...) → value rule (see
-            :func:`~osworld_gym.evaluation.metrics._rules.match_value_to_rule`). A field
+            ``match_value_to_rule()``). A field
             with several values is compared as their comma-joined text; a missing field as
             ``""``.
 

@@ -16,7 +16,7 @@ logger = logging.getLogger(__name__)
 def check_gnome_favorite_apps(result: str | None, rules: Mapping[str, Any]) -> float:
     """1 when GNOME's favourite apps are exactly the expected ones, in any order.
 
-    The output is a Python-style list literal; it is read with :func:`ast.literal_eval`, never
+    The output is a Python-style list literal; it is read with ``ast.literal_eval()``, never
     ``eval`` (OSWorld's way), so a crafted output cannot run code. Whatever literal it holds
     is compared as OSWorld compares it, by length and set of items: the string ``'a'``
     equals ``["a"]``, and a literal without a length (a number, ``None``) raises

@@ -29,12 +29,12 @@ def check_pdf_pages(result: str | None, rules: Mapping[str, Any]) -> float:
 
     Args:
         result: Path of the PDF.
-        rules: ``relation``: the name of a two-argument function of :mod:`operator`, applied
+        rules: ``relation``: the name of a two-argument function of ``operator``, applied
             as ``relation(page_count, ref_value)`` (tasks use ``eq``, ``ne``, ``lt``, ``le``,
             ``gt``, ``ge``); ``ref_value``: the page count to compare with.
 
     Raises:
-        ValueError: ``relation`` names no function of :mod:`operator`.
+        ValueError: ``relation`` names no function of ``operator``.
 
     Returns:
         The relation's truth as 1.0 or 0.0; 0.0 for a missing or unreadable PDF.
@@ -303,7 +303,7 @@ def compare_htmls(result: str | None, expected: str | None, **options: Any) -> f
     """1 when two HTML files have the same nodes, in document order.
 
     The files are read as BeautifulSoup reads them with lxml (OSWorld's reader; see
-    :func:`_soup`): whitespace-only strings become a single newline or space, ``class`` and
+    ``_soup()``): whitespace-only strings become a single newline or space, ``class`` and
     the other word-list attributes become lists of words. Nodes (elements, strings,
     comments, the doctype) are paired in document order, stopping at the shorter document;
     paired elements must have the same tag, the same stripped text and the same attributes,
@@ -317,7 +317,7 @@ def compare_htmls(result: str | None, expected: str | None, **options: Any) -> f
     Returns:
         1.0 or 0.0; 0.0 when a file is missing or not UTF-8 (OSWorld fails there). An empty
         file has no nodes, so it matches any other, as in OSWorld
-        (:func:`compare_htmls_fixed` requires as many nodes).
+        (``compare_htmls_fixed()`` requires as many nodes).
     """
     if not result or not expected:
         return 0.0
@@ -339,7 +339,7 @@ def _same_nodes(trees: list[_Tag], ignore_sdnum: bool, *, whole: bool) -> bool:
 
 
 def compare_htmls_fixed(result: str | None, expected: str | None, **options: Any) -> float:
-    """:func:`compare_htmls` over every node: the two files must have as many nodes.
+    """``compare_htmls()`` over every node: the two files must have as many nodes.
 
     OSWorld's pairing stops at the shorter document, so an empty (or whitespace-only) result
     file, which has no nodes, passes against any reference; here it fails.

@@ -13,7 +13,7 @@ it is bounded (``timeout``, default 120 s; a suite still running then scores 0: 
 program hangs) and cannot take the evaluating process down with it. The tested code imports
 what the task's programs import (pygame for OSWorld's games), from this Python's packages.
 
-Evaluator references (:mod:`osworld_gym.evaluation.references`): OSWorld's code changed after
+Evaluator references (``osworld_gym.evaluation.references``): OSWorld's code changed after
 desktop-env 1.0.2 only in what its process keeps after a run. 1.0.2 left every module a suite
 imported (the agent's ``settings``, ``main``, ``snake``...) in ``sys.modules``, so a later
 suite in the same process importing the same name got the earlier one (the snake and tetris

@@ -5,15 +5,15 @@ suggestions), never by ``getattr`` on a module at evaluation time. A metric is c
 OSWorld calls it: ``metric(result, expected, **options)``, or ``metric(result, **options)``
 when the task has no ``expected`` getter, and returns a float, usually 0.0 or 1.0.
 
-Two evaluation modes (``EnvConfig.evaluation``): ``"osworld"`` (the default, :data:`METRICS`)
+Two evaluation modes (``EnvConfig.evaluation``): ``"osworld"`` (the default, ``METRICS``)
 scores exactly as OSWorld's code does, its bugs included, so numbers compare with published
-results; ``"fixed"`` swaps in the corrected metrics of :data:`FIXED_METRICS`
-(:func:`metrics_for`).
+results; ``"fixed"`` swaps in the corrected metrics of ``FIXED_METRICS``
+(``metrics_for()``).
 
-Which OSWorld's code (``EnvConfig.evaluator_reference``, :mod:`osworld_gym.evaluation.references`):
-:data:`METRICS` behave as the default reference, ``osworld-2026.04``; the older
-``osworld-1.0.2`` swaps in :data:`REFERENCE_1_0_2_METRICS` for the metrics that changed since,
-and lacks those added since (:data:`NEW_SINCE_1_0_2`).
+Which OSWorld's code (``EnvConfig.evaluator_reference``, ``osworld_gym.evaluation.references``):
+``METRICS`` behave as the default reference, ``osworld-2026.04``; the older
+``osworld-1.0.2`` swaps in ``REFERENCE_1_0_2_METRICS`` for the metrics that changed since,
+and lacks those added since (``NEW_SINCE_1_0_2``).
 """
 
 from __future__ import annotations
@@ -323,11 +323,11 @@ def metrics_for(mode: str = "osworld", reference: str = DEFAULT_REFERENCE) -> Ma
 
     Args:
         mode: ``"osworld"``: OSWorld's behaviour, bugs included; ``"fixed"``: the same with
-            the metrics of :data:`FIXED_METRICS` corrected (those the reference's code still
+            the metrics of ``FIXED_METRICS`` corrected (those the reference's code still
             gets wrong).
-        reference: Whose code (:data:`~osworld_gym.evaluation.references.REFERENCES`):
-            ``"osworld-2026.04"`` (default, :data:`METRICS`) or ``"osworld-1.0.2"``
-            (:data:`REFERENCE_1_0_2_METRICS` swapped in, :data:`NEW_SINCE_1_0_2` left out).
+        reference: Whose code (``REFERENCES``):
+            ``"osworld-2026.04"`` (default, ``METRICS``) or ``"osworld-1.0.2"``
+            (``REFERENCE_1_0_2_METRICS`` swapped in, ``NEW_SINCE_1_0_2`` left out).
 
     Raises:
         ValueError: Another mode or reference.

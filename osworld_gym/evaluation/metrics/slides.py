@@ -1,10 +1,10 @@
 """Presentation metrics (python-pptx): ``compare_pptx_files`` and slide-orientation checks.
 
 ``compare_pptx_files(result, expected, **options)`` walks both decks slide by slide and shape
-by shape, in order, as OSWorld's code of April 2026 does (:func:`compare_pptx_files_1_0_2`:
+by shape, in order, as OSWorld's code of April 2026 does (``compare_pptx_files_1_0_2()``:
 as desktop-env 1.0.2's), and passes only when every enabled check passes. Options are
 OSWorld's ``examine_<check>`` switches (fields of
-:class:`~osworld_gym.evaluation.metrics._pptx_compare.PptxOptions`):
+``PptxOptions``):
 
 * on by default: ``number_of_slides``, ``shape`` (position and size within
   ``approximately_tolerance``, 0.005 relative), ``text``, ``indent`` (paragraph levels),
@@ -19,7 +19,7 @@ OSWorld's ``examine_<check>`` switches (fields of
 * always: the shape count of each slide, the paragraph count of each text shape, the number
   of text shapes (groups included) and, in table cells, runs' bold, italic and underline.
 
-What 2026.04's code changed since 1.0.2 (each kept in :func:`compare_pptx_files_1_0_2`):
+What 2026.04's code changed since 1.0.2 (each kept in ``compare_pptx_files_1_0_2()``):
 
 * ``examine_run_count`` is read (1.0.2 always counts runs; tasks ``04578141`` and
   ``b8adbc24`` turn it off);
@@ -32,7 +32,7 @@ What 2026.04's code changed since 1.0.2 (each kept in :func:`compare_pptx_files_
   ``e4ef0baf`` asks for a picture's height with nothing else to check it.
 
 ``examine_shape_lenient_height`` (task ``04578141``) is read by no OSWorld code, so
-:func:`compare_pptx_files` ignores it; :func:`compare_pptx_files_fixed` (the ``"fixed"``
+``compare_pptx_files()`` ignores it; ``compare_pptx_files_fixed()`` (the ``"fixed"``
 evaluation mode) honours it: position and width within the tolerance with any height (as
 ``shape``, sparing pairs without text).
 
@@ -170,7 +170,7 @@ def compare_pptx_files(result: str | None, expected: str | None, **options: Any)
 
 
 def compare_pptx_files_1_0_2(result: str | None, expected: str | None, **options: Any) -> float:
-    """:func:`compare_pptx_files` as desktop-env 1.0.2's code scores.
+    """``compare_pptx_files()`` as desktop-env 1.0.2's code scores.
 
     ``examine_run_count`` is ignored (run counts always compared, blank paragraphs too), levels
     0 and 1 differ, the bullets check compares every level and ``examine_shape`` compares the
@@ -180,7 +180,7 @@ def compare_pptx_files_1_0_2(result: str | None, expected: str | None, **options
 
 
 def compare_pptx_files_fixed(result: str | None, expected: str | None, **options: Any) -> float:
-    """:func:`compare_pptx_files` that honours ``examine_shape_lenient_height``.
+    """``compare_pptx_files()`` that honours ``examine_shape_lenient_height``.
 
     No OSWorld code reads that option: with it, each shape's position and width must match
     within the tolerance and its height may differ (pairs without text are spared, as by

@@ -1,6 +1,6 @@
 """Presentation checks on one deck (or one setting): transitions, colours, picture layout.
 
-OSWorld's ``slides`` module, apart from ``compare_pptx_files`` (:mod:`.slides`). ``.pptx``
+OSWorld's ``slides`` module, apart from ``compare_pptx_files`` (``.slides``). ``.pptx``
 files are read with python-pptx or, for raw XML parts, as a zip archive; LibreOffice's
 ``registrymodifications.xcu`` is read as XML. A missing or unreadable file scores 0.
 """
@@ -299,13 +299,13 @@ def check_page_number_colors(result: str | None, rules: Mapping[str, Any]) -> fl
     """1 when the colour OSWorld's 2026.04 code takes for the slide numbers is ``rules["color"]``.
 
     The colour of ``ppt/slideMasters/slideMaster1.xml`` that
-    :func:`_page_number_colour_2026_04` picks (in practice the master's last non-black run
+    ``_page_number_colour_2026_04()`` picks (in practice the master's last non-black run
     colour), read as ``RRGGBB`` with an optional ``#``. ``"red"``, ``"green"``, ``"blue"``:
     that channel exceeds the other two by more than 50; ``"black"``: every channel below 50;
     any other name passes. No colour, or one that is not six hex digits, scores 0 (whatever
     the name); a deck without a master raises.
 
-    desktop-env 1.0.2 (:func:`check_page_number_colors_1_0_2`) read the master's second-to-last
+    desktop-env 1.0.2 (``check_page_number_colors_1_0_2()``) read the master's second-to-last
     colour one character late and raised with fewer than two colours.
     """
     if not result:
@@ -321,11 +321,11 @@ def check_page_number_colors(result: str | None, rules: Mapping[str, Any]) -> fl
 
 
 def check_page_number_colors_1_0_2(result: str | None, rules: Mapping[str, Any]) -> float:
-    """:func:`check_page_number_colors` as desktop-env 1.0.2's code scores.
+    """``check_page_number_colors()`` as desktop-env 1.0.2's code scores.
 
     The second-to-last ``a:srgbClr`` under an ``a:solidFill`` of
     ``ppt/slideMasters/slideMaster1.xml``, its ``val`` read one character late (see
-    :func:`_shifted_channels`); ``"red"``, ``"green"``, ``"blue"``: that channel exceeds the
+    ``_shifted_channels()``); ``"red"``, ``"green"``, ``"blue"``: that channel exceeds the
     other two by more than 50; ``"black"``: every channel below 50; any other name passes.
     A master with fewer than two such colours raises.
     """

@@ -15,21 +15,21 @@ position), ``"RI<n>"``/``"RN<name>"`` (result by position/name) and ``"EI<n>"``/
   ``normalization`` pairs, ``trim_leadings``, ``trim_trailings``, ``ignore_chars`` and
   ``ignore_case``;
 * ``check_cell`` — one cell's ``props`` (``value`` and the styles of
-  :func:`~osworld_gym.evaluation.metrics.table_props.read_cell_style`) against
+  ``read_cell_style()``) against
   ``{"method", "ref"}`` rules;
 * ``style`` — the listed style ``props`` of every cell, conditional formats applied (their
   formulas evaluated with the ``formulas`` library, as OSWorld evaluates them; see
-  :func:`~osworld_gym.evaluation.metrics.table_props.load_styles`);
+  ``load_styles()``);
 * ``freeze`` (the frozen rows and columns, see below), ``zoom`` (``method``/``ref`` on the
   zoom percentage), ``data_validation``
   (``dv_props``), ``row_props``/``col_props`` (``props``), ``filter``, ``pivot_table``
   (``pivot_props``), ``chart`` (``chart_props``), ``sparkline`` (cell -> data range of the
   sheets' sparklines).
 
-Two OSWorld references (:mod:`osworld_gym.evaluation.references`) differ in ``freeze`` only:
-:func:`compare_table` follows OSWorld's code of 2026.04, which compares a frozen pane's split
+Two OSWorld references (``osworld_gym.evaluation.references``) differ in ``freeze`` only:
+``compare_table()`` follows OSWorld's code of 2026.04, which compares a frozen pane's split
 (``xSplit``/``ySplit``, the frozen column and row counts) and so ignores where the view was
-scrolled; :func:`compare_table_1_0_2` keeps desktop-env 1.0.2's comparison of openpyxl's
+scrolled; ``compare_table_1_0_2()`` keeps desktop-env 1.0.2's comparison of openpyxl's
 ``freeze_panes``, the pane's top-left *visible* cell, which LibreOffice saves wherever the
 frozen view was scrolled to.
 """
@@ -258,7 +258,7 @@ def _style_or_none(prop: str, cell: Any) -> Any:
 
 
 def _matches(value: Any, rule: Mapping[str, Any]) -> bool:
-    """:func:`match_value_to_rule`, but ``str_*_eq`` need a string value (OSWorld strips it)."""
+    """``match_value_to_rule()``, but ``str_*_eq`` need a string value (OSWorld strips it)."""
     if rule.get("method") in ("str_list_eq", "str_set_eq") and not isinstance(value, str):
         raise TypeError(f"{rule['method']} needs a text value, got {type(value).__name__}")
     return match_value_to_rule(value, rule)
@@ -325,7 +325,7 @@ def _check_freeze(books: _Books, rule: Mapping[str, Any]) -> bool:
     """The frozen rows and columns of both sheets, wherever the view was scrolled (2026.04).
 
     A pane that is not frozen (a plain split) still compares its top-left cell, as OSWorld's
-    code of 2026.04 does: see :func:`~osworld_gym.evaluation.metrics.table_props.freeze_key`.
+    code of 2026.04 does: see ``freeze_key()``.
     """
     return _frozen_panes_equal(books, rule, table_props.freeze_key)
 
@@ -427,7 +427,7 @@ def compare_table(result: str | None, expected: str | None = None, **options: An
     """Score a spreadsheet against a reference with OSWorld's ``rules`` (module docstring).
 
     Behaves as OSWorld's code of 2026.04: a ``freeze`` rule compares the frozen rows and
-    columns, not where the frozen view was scrolled (:func:`compare_table_1_0_2` for 1.0.2's).
+    columns, not where the frozen view was scrolled (``compare_table_1_0_2()`` for 1.0.2's).
 
     Args:
         result: Path of the ``.xlsx`` the agent saved.
@@ -446,21 +446,21 @@ def compare_table(result: str | None, expected: str | None = None, **options: An
 
 
 def compare_table_1_0_2(result: str | None, expected: str | None = None, **options: Any) -> float:
-    """:func:`compare_table` as desktop-env 1.0.2 scores it: ``freeze`` by the top-left cell.
+    """``compare_table()`` as desktop-env 1.0.2 scores it: ``freeze`` by the top-left cell.
 
     1.0.2 compares openpyxl's ``freeze_panes``, the pane's top-left *visible* cell, which
     LibreOffice saves where the frozen view was scrolled to: a correctly frozen sheet fails when
-    the user scrolled before saving. Every other rule is the same as :func:`compare_table`'s.
+    the user scrolled before saving. Every other rule is the same as ``compare_table()``'s.
     """
     return _compare(result, expected, options, _RULE_CHECKS_1_0_2)
 
 
 def compare_table_fixed(result: str | None, expected: str | None = None, **options: Any) -> float:
-    """:func:`compare_table` whose ``freeze`` rule ignores where the view was scrolled.
+    """``compare_table()`` whose ``freeze`` rule ignores where the view was scrolled.
 
-    This is the correction of 1.0.2's ``freeze`` rule (:func:`compare_table_1_0_2`) for the
+    This is the correction of 1.0.2's ``freeze`` rule (``compare_table_1_0_2()``) for the
     ``"fixed"`` evaluation mode; OSWorld's own code made the same correction by 2026.04, so
-    this scores as :func:`compare_table` does.
+    this scores as ``compare_table()`` does.
     """
     return _compare(result, expected, options, _RULE_CHECKS)
 

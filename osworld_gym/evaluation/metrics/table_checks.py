@@ -3,10 +3,10 @@
 OSWorld's ``table.compare_conference_city_in_order``. Workbooks are read with openpyxl; a
 missing or unreadable workbook scores 0.
 
-Two OSWorld references (:mod:`osworld_gym.evaluation.references`) differ in how a cell is
-matched against the expected city: :func:`compare_conference_city_in_order` follows OSWorld's
-code of 2026.04, which compares both sides after :func:`normalize_city` (case, accents and
-punctuation ignored); :func:`compare_conference_city_in_order_1_0_2` keeps desktop-env 1.0.2's
+Two OSWorld references (``osworld_gym.evaluation.references``) differ in how a cell is
+matched against the expected city: ``compare_conference_city_in_order()`` follows OSWorld's
+code of 2026.04, which compares both sides after ``normalize_city()`` (case, accents and
+punctuation ignored); ``compare_conference_city_in_order_1_0_2()`` keeps desktop-env 1.0.2's
 plain, case-sensitive substring test.
 """
 
@@ -53,7 +53,7 @@ def normalize_city(value: Any) -> str:
 def _city_matches(actual: Any, accepted: Any) -> bool:
     """Whether the cell names the city, or one of a list of spellings (2026.04).
 
-    Both sides are :func:`normalize_city`'d and the spelling must occur in the cell's text,
+    Both sides are ``normalize_city()``'d and the spelling must occur in the cell's text,
     anywhere (``"la"`` is in ``"atlanta"``: OSWorld tests substrings, not words). A spelling
     that normalizes to nothing never matches; non-text spellings in a list are read through
     ``str``; an entry that is neither text nor a list fails (OSWorld raises a TypeError it
@@ -118,8 +118,8 @@ def _score_cities(result: str | None, rules: Mapping[str, Any], matches: CityMat
 def compare_conference_city_in_order(result: str | None, rules: Mapping[str, Any]) -> float:
     """1 when cells C2:C22 of the active sheet name the expected cities, in order.
 
-    Behaves as OSWorld's code of 2026.04 (:func:`compare_conference_city_in_order_1_0_2` for
-    1.0.2's): case, accents and punctuation do not matter (:func:`normalize_city`).
+    Behaves as OSWorld's code of 2026.04 (``compare_conference_city_in_order_1_0_2()`` for
+    1.0.2's): case, accents and punctuation do not matter (``normalize_city()``).
 
     Args:
         result: Path of the ``.xlsx``.
@@ -134,7 +134,7 @@ def compare_conference_city_in_order(result: str | None, rules: Mapping[str, Any
 
 
 def compare_conference_city_in_order_1_0_2(result: str | None, rules: Mapping[str, Any]) -> float:
-    """:func:`compare_conference_city_in_order` as desktop-env 1.0.2 scores it.
+    """``compare_conference_city_in_order()`` as desktop-env 1.0.2 scores it.
 
     A cell passes when it is text containing the city (one spelling) exactly as written: case,
     accents and punctuation (a straight or a curly apostrophe) must match.

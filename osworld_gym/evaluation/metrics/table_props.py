@@ -192,7 +192,7 @@ def _conditional_styles(ws: Any, raw: RawXlsxReader, props: Sequence[str]) -> di
     parse skips the rule. ``expression`` rules (and the text and error tests, which LibreOffice
     saves as formulas) evaluate their first formula per cell, feeding the cell's stored value
     as the first reference whatever cell it names, then the absolute ranges' values
-    (:func:`_absolute_inputs`); the formula is not shifted to the cell. A result whose truth
+    (``_absolute_inputs()``); the formula is not shifted to the cell. A result whose truth
     holds styles the cell, a ``formulas`` error value (``#VALUE!``) included; a call that
     fails (another relative reference, a wrong count of inputs) does not. ``cellIs`` rules
     compare the value with their formulas evaluated without inputs (a formula that needs
@@ -280,7 +280,7 @@ def _apply_rule(
 def load_styles(ws: Any, raw: RawXlsxReader, props: Sequence[str]) -> dict[str, list]:
     """Coordinate → the ``props`` of every cell in the used range, conditional formats applied.
 
-    Conditional formats are evaluated as OSWorld evaluates them (:func:`_conditional_styles`),
+    Conditional formats are evaluated as OSWorld evaluates them (``_conditional_styles()``),
     with the ``formulas`` library where a rule has formulas.
 
     Raises:
@@ -413,7 +413,7 @@ def pivot_info(pivot: Any, pivot_props: Iterable[str]) -> tuple[str, dict[str, A
 
 
 def load_pivot_tables(ws: Any, pivot_props: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """The sheet's pivot tables keyed by data source (see :func:`pivot_info`)."""
+    """The sheet's pivot tables keyed by data source (see ``pivot_info()``)."""
     props = list(pivot_props)
     return dict(pivot_info(p, props) for p in ws._pivots)  # openpyxl's read pivots
 

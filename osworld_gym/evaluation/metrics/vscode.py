@@ -3,7 +3,7 @@
 OSWorld's module ``vscode``. ``None`` inputs (a file that did not exist) score 0. Where
 OSWorld's code changed after desktop-env 1.0.2, the metric behaves as the default evaluator
 reference (``osworld-2026.04``) and ``<name>_1_0_2`` keeps the older behaviour
-(:mod:`osworld_gym.evaluation.references`).
+(``osworld_gym.evaluation.references``).
 """
 
 from __future__ import annotations
@@ -223,16 +223,16 @@ def compare_config_1_0_2(result: str | None, rules: Mapping[str, Any], **options
 
 
 def compare_config_fixed(result: str | None, rules: Mapping[str, Any], **options: Any) -> float:
-    """:func:`compare_config_1_0_2` with the ``containment_ok`` option its tasks set honoured.
+    """``compare_config_1_0_2()`` with the ``containment_ok`` option its tasks set honoured.
 
-    The rule of :func:`compare_config` (2026.04, whose own code made this fix), except that
+    The rule of ``compare_config()`` (2026.04, whose own code made this fix), except that
     without the option the texts, or their JSON values, must be equal: ``containment_ok``
     defaults to False here.
 
     Args:
         result: Path of the file (written by the editor, or a settings file).
         rules: ``expected``: the configuration text; empty or missing scores 0.
-        **options: ``containment_ok`` (False), as for :func:`compare_config`.
+        **options: ``containment_ok`` (False), as for ``compare_config()``.
 
     Returns:
         1.0 or 0.0; a file that is not UTF-8 raises ``UnicodeDecodeError``.

@@ -4,7 +4,7 @@ The shell scripts in this folder go first on the ``PATH`` of a sandboxed ``local
 (and into ``/usr/local/bin`` of the docker image):
 
 - ``google-chrome`` (and ``google-chrome-stable``): Debian's Chromium with Chrome's profile
-  folder, name (:mod:`osworld_gym.providers.chrome_branding`) and window class, and the
+  folder, name (``osworld_gym.providers.chrome_branding``) and window class, and the
   desktop's own debugging port;
 - ``socat``: OSWorld's fixed forwarding ports translated to the desktop's own;
 - ``vlc``: VLC with the HTTP interface OSWorld's getters read;
