@@ -245,8 +245,8 @@ class DesktopLeases:
     Example:
         >>> desk = DesktopLeases({"tasks": "ui-basics", "screen_size": (336, 224)}, size=4)
         >>> with desk.acquire() as lease:  # doctest: +SKIP
-        ...     first = lease.reset("click-button-00")
-        ...     result = lease.step("click(start_box='(136,81)')")
+        ...     first = lease.reset("click-colour-01")  # Click the Red button.
+        ...     result = lease.step("click(start_box='(90,81)')")  # the Red button's centre
     """
 
     def __init__(

@@ -51,7 +51,7 @@ Example:
     >>> env.config.desk_size, env.max_turns
     (2, 15)
     >>> conversation, _ = env.init([])  # a desktop is borrowed here  # doctest: +SKIP
-    >>> out = env.step("Thought: ...\nAction: click(start_box='(136,81)')")  # doctest: +SKIP
+    >>> out = env.step("Thought: ...\nAction: click(start_box='(90,81)')")  # doctest: +SKIP
 """
 
 from __future__ import annotations
