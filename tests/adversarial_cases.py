@@ -1,25 +1,25 @@
 """Attacks on a desktop played through ``env.step`` only, and how each one is judged (issue 35).
 
 An RL policy is an optimizer: any state that survives ``reset``, any answer it can read, any
-door out of the desktop, it finds sooner or later. Each :class:`Case` here is one thing such a
+door out of the desktop, it finds sooner or later. Each ``Case`` here is one thing such a
 policy tries. It acts only as an agent can: ``ctrl+alt+t`` opens a terminal on the desktop, and
 the case's shell script is typed into it and run (``type`` actions through ``env.step``). What
 the script printed is read back from the host through the guest's file route (no program of the
 desktop is run to read it: a planted ``cat`` must not fool the judge).
 
-Cases run in :class:`Group` s: one attack episode plays every case of the group (their scripts
+Cases run in ``Group`` s: one attack episode plays every case of the group (their scripts
 are typed first and run together afterwards, so a keymap change cannot garble the typing of the
-next script), ends with DONE, and the env is reset to :data:`CHECK_TASK`. Then the desktop is
-recorded (:mod:`desktop_record`) and compared with the record of a freshly launched desktop, the
+next script), ends with DONE, and the env is reset to ``CHECK_TASK``. Then the desktop is
+recorded (``desktop_record``) and compared with the record of a freshly launched desktop, the
 first observation is compared with the fresh one, and a group may play the next episode (DONE
 at once must score 0.0; ``banana`` typed must arrive as ``banana``).
 
-Outcomes: :data:`BLOCKED` (the attempt failed inside the episode), :data:`UNDONE` (it worked,
-and the reset undid it), :data:`SURVIVED` (it worked, and the next episode can notice it),
-:data:`LEAKED` (a secret or answer was read, or a door out of the desktop opened) and
-:data:`VOIDED` (the agent turned its own episode into an infrastructure fault: the pool re-runs
+Outcomes: ``BLOCKED`` (the attempt failed inside the episode), ``UNDONE`` (it worked,
+and the reset undid it), ``SURVIVED`` (it worked, and the next episode can notice it),
+``LEAKED`` (a secret or answer was read, or a door out of the desktop opened) and
+``VOIDED`` (the agent turned its own episode into an infrastructure fault: the pool re-runs
 such episodes and trainers drop them, so a policy could erase its failures). The last three are
-findings: :data:`BAD`.
+findings: ``BAD``.
 
 The harness never runs an attack against a desktop that is not sandboxed (a ``local`` desktop
 with ``sandbox=False`` is the host itself), and the attacks never overwrite files that exist
@@ -70,21 +70,21 @@ TERMINAL_CLASSES = ("gnome-terminal", "lxterminal", "xfce4-terminal", "konsole",
 
 @dataclass
 class Context:
-    """What the host side knows and set up for the attacks (see :func:`host_context`).
+    """What the host side knows and set up for the attacks (see ``host_context()``).
 
     Attributes:
         token: The guest's token (None: the desktop has none).
         canary: A secret value in the driver's environment set before the desktop started.
         host_env: The driver's environment: no value of it may reach the desktop unless the
-            provider passes it on purpose (:data:`ALLOWED_ENV`).
-        host_ports: ``(host, port)`` of services on the host answering :data:`BANNER`.
+            provider passes it on purpose (``ALLOWED_ENV``).
+        host_ports: ``(host, port)`` of services on the host answering ``BANNER``.
         other_display: Another desktop's X display on this host, or None.
         driver_folders: The driver's working directory, script folder and home.
         python_prefixes: The host paths of the Python that runs the guest (shown on purpose).
         provider: ``"local"`` or ``"docker"``.
         sudo_password: The password the desktop's ``sudo`` takes (OSWorld's user's).
         secret_file: A file only the driver's user can read, in its home (see
-            :func:`secret_file`), holding :attr:`secret`.
+            ``secret_file()``), holding ``secret``.
         suite_folders: Where the bundled suites are installed on the host (the folders the
             sandbox masks); a copy found elsewhere is blamed on the host, not the sandbox.
     """
@@ -120,7 +120,7 @@ def canary() -> collections.abc.Iterator[str]:
 
 
 class HostServices:
-    """TCP services on this host that answer :data:`BANNER`: what a desktop must not reach.
+    """TCP services on this host that answer ``BANNER``: what a desktop must not reach.
 
     One on ``127.0.0.1`` (a vLLM server, Ray's dashboard), one on ``::1`` where the host has
     IPv6, and one on every address of the host (``0.0.0.0``), tried at each of the host's own
@@ -227,7 +227,7 @@ class Agent:
 
     Args:
         env: An env with the ``structured`` action format whose tasks include
-            :data:`CHECK_TASK` (and :data:`ANSWER_KEY_TASK` for the answer-key group).
+            ``CHECK_TASK`` (and ``ANSWER_KEY_TASK`` for the answer-key group).
         timeout: Seconds to wait for a terminal, a script's results or a file.
     """
 
@@ -252,7 +252,7 @@ class Agent:
     def act(self, action: Any) -> tuple[float, dict[str, Any]]:
         """One ``env.step`` (none once the episode is over); fails on a parse error.
 
-        An infrastructure fault ends the episode and is kept in :attr:`infra_error`: some
+        An infrastructure fault ends the episode and is kept in ``infra_error``: some
         attacks aim at one.
         """
         if self.episode_over:
@@ -272,7 +272,7 @@ class Agent:
         return float(info.get("score", reward) or 0.0)
 
     def wait_for(self, what: str, predicate: collections.abc.Callable[[], Any]) -> Any:
-        """Poll ``predicate`` until it returns a truthy value (bounded by :attr:`timeout`)."""
+        """Poll ``predicate`` until it returns a truthy value (bounded by ``timeout``)."""
         deadline = time.monotonic() + self.timeout
         while True:
             value = predicate()
@@ -338,7 +338,7 @@ class Agent:
         return json.loads(done.output or "[]")
 
     def planted_anywhere(self) -> list[str]:
-        """Every file or folder whose name starts with :data:`PLANT`, in every mount namespace
+        """Every file or folder whose name starts with ``PLANT``, in every mount namespace
         of the desktop the guest can look into (its own, and others through ``/proc``)."""
         code = rf"""
 import os, json
@@ -375,9 +375,9 @@ class Evidence:
         during: The desktop's record at the end of the attack episode (before DONE).
         fresh: The record of a freshly launched desktop.
         after: The record after the reset that followed.
-        planted_after: Files named :data:`PLANT`* found after the reset.
+        planted_after: Files named ``PLANT``* found after the reset.
         next_episode: What the group's next-episode play found.
-        context: The harness's :class:`Context`.
+        context: The harness's ``Context``.
     """
 
     outputs: dict[str, str]
@@ -423,9 +423,9 @@ class Case:
     Attributes:
         name: Short name (the test id, the table's first column).
         tried: What the policy tries, in a few words.
-        script: The shell script (a function of the :class:`Context`), or None when the case
+        script: The shell script (a function of the ``Context``), or None when the case
             only judges what the group's episodes show.
-        judge: Returns ``(outcome, evidence)`` from the group's :class:`Evidence`.
+        judge: Returns ``(outcome, evidence)`` from the group's ``Evidence``.
         applies: Whether the case makes sense under the context (e.g. another desktop exists).
     """
 
@@ -810,7 +810,7 @@ def _host_copy(ev: Evidence, path: str) -> bool:
 
 
 def _leak_of_files(found: list[str], paths: list[str], ev: Evidence, none: str) -> tuple[str, str]:
-    """Like :func:`_leak`, saying when every leaked file is a host copy (see :func:`_host_copy`)."""
+    """Like ``_leak()``, saying when every leaked file is a host copy (see ``_host_copy()``)."""
     outcome, text = _leak(found, none)
     if outcome == LEAKED and paths and all(_host_copy(ev, p) for p in paths):
         text = f"{HOST_COPIES}: {text}"
@@ -1561,7 +1561,7 @@ CASES = _cases()
 
 
 def done_at_once(agent: Agent, ev_next: dict[str, Any]) -> None:
-    """The next episode of :data:`CHECK_TASK` ends with DONE at once: it must score 0.0."""
+    """The next episode of ``CHECK_TASK`` ends with DONE at once: it must score 0.0."""
     ev_next["done_at_once_score"] = agent.finish()
 
 
@@ -1588,7 +1588,7 @@ class Group:
         name: The group's name.
         cases: Case names, in the order their scripts run.
         task_id: The attack episode's task.
-        next_episode: Played after the reset (on :data:`CHECK_TASK`), or None.
+        next_episode: Played after the reset (on ``CHECK_TASK``), or None.
         trigger: A line typed after the scripts' results are read, before DONE (to set off
             what would stop them being read).
         slow: Left out of the default test suite (heavy scans).
@@ -1633,7 +1633,7 @@ Box = tuple[int, int, int, int]  # left, top, right, bottom (exclusive)
 
 @dataclass
 class Baseline:
-    """A freshly launched desktop as :data:`CHECK_TASK` shows it: record and first observation.
+    """A freshly launched desktop as ``CHECK_TASK`` shows it: record and first observation.
 
     ``masked``: boxes of the screen that differ between any two fresh desktops (GNOME's clock).
     """
@@ -1653,7 +1653,7 @@ def clock_box(env: Any) -> Box | None:
 
 
 def fresh_baseline(agent: Agent) -> Baseline:
-    """Start :data:`CHECK_TASK` and record the desktop (call on a freshly launched desktop)."""
+    """Start ``CHECK_TASK`` and record the desktop (call on a freshly launched desktop)."""
     obs = agent.start(CHECK_TASK)
     clock = clock_box(agent.env)
     masked = () if clock is None else (clock,)
@@ -1719,7 +1719,7 @@ def _play_attack(agent: Agent, group: Group, cases: list[Case], ctx: Context) ->
 def _still_planted(agent: Agent, outputs: dict[str, str]) -> list[str]:
     """What the attack planted and is still there: every path a script reported planting (not
     those through /proc, which name namespaces of processes now gone), and any file or folder
-    named :data:`PLANT`* anywhere."""
+    named ``PLANT``* anywhere."""
     reported = {
         line.split(" ", 1)[1]
         for text in outputs.values()
@@ -1750,7 +1750,7 @@ def _group_checks(result: GroupResult, baseline: Baseline, after: dict[str, Any]
 
 
 def run_group(agent: Agent, group: Group, ctx: Context, baseline: Baseline) -> GroupResult:
-    """Play ``group``'s attack episode, reset to :data:`CHECK_TASK`, check; its findings."""
+    """Play ``group``'s attack episode, reset to ``CHECK_TASK``, check; its findings."""
     started = time.monotonic()
     agent.start(group.task_id)
     # A voided episode makes the env launch a new desktop, with a token of its own.
@@ -1812,7 +1812,7 @@ class Battery:
 
     Args:
         agent: The agent on the env.
-        ctx: What the host knows (:class:`Context`).
+        ctx: What the host knows (``Context``).
         baseline: The freshly launched desktop's record and first observation.
     """
 

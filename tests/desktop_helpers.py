@@ -47,7 +47,7 @@ def run_episode(env: OSWorldEnv, task_id: str, steps: list) -> float:
     """Reset to ``task_id``, take ``steps`` until the episode ends; return its last reward.
 
     A step that is a plain function (not an action) is a condition on the env, polled with
-    :func:`wait_until` until it holds: what an agent would wait to see before acting on.
+    ``wait_until()`` until it holds: what an agent would wait to see before acting on.
     Fails the test on an infrastructure fault, a parse error, or steps that never end it.
     """
     env.reset(options={"task_id": task_id})

@@ -1,10 +1,10 @@
 """A record of what an agent or an evaluator could notice of a desktop, to compare after resets.
 
-:func:`record` runs one stdlib-only Python program in the desktop through the guest (what an
+``record()`` runs one stdlib-only Python program in the desktop through the guest (what an
 evaluator's getters see: files, processes, the X server, a new shell's environment) and
-returns it as a dict of named parts. :func:`normalize` drops what legitimately differs from one
+returns it as a dict of named parts. ``normalize()`` drops what legitimately differs from one
 launch or episode to the next (PIDs, times, window ids, the guest's shared-frame files, the
-session bus's guid); :func:`differences` names the parts in which two records differ.
+session bus's guid); ``differences()`` names the parts in which two records differ.
 
 Every program the recorder runs is named by its absolute path: a program planted on ``PATH``
 (a ``cat`` that prints the answer) must not fool the record itself.
@@ -201,7 +201,7 @@ def record(client: Any, folders: tuple[str, ...] = WATCHED_FOLDERS) -> dict[str,
 
 
 def _files(listings: dict[str, dict[str, list]]) -> dict[str, dict[str, list]]:
-    """Listings without the frame files and :data:`_LAUNCH_FILES`; per-launch contents unhashed;
+    """Listings without the frame files and ``_LAUNCH_FILES``; per-launch contents unhashed;
     numbered sockets (the X server's, the AT-SPI bus's) under one name."""
     kept = {
         top: {
@@ -244,7 +244,7 @@ def _processes(found: list) -> list[str]:
 
 
 def _root_properties(text: str) -> list[str]:
-    """``xprop -root`` lines but those naming windows (see :data:`_VOLATILE_PROPERTIES`)."""
+    """``xprop -root`` lines but those naming windows (see ``_VOLATILE_PROPERTIES``)."""
     kept = []
     for line in text.splitlines():
         if line.startswith((" ", "\t")):

@@ -3,7 +3,7 @@
 The files are never copied into this repository. They sit beside the checkout, in
 ``<repo>/../shared/osworld_tasks`` (OSWorld's ``evaluation_examples`` folder), as in the
 developers' and CI's checkouts; ``$OSWORLD_TASKS_DIR`` names another folder. A plain clone has
-neither, and its suite must still run: tests that need the files skip with :data:`MISSING`
+neither, and its suite must still run: tests that need the files skip with ``MISSING``
 (``needs_osworld_tasks``, ``require_osworld_tasks()``), and cases drawn from them at collection
 time fall back to synthetic ones (``task_files()`` is then empty).
 

@@ -40,12 +40,12 @@ def real_provider(
     session: str | None = None,
     screen_size: tuple[int, int] = SCREEN,
 ) -> ProviderConfig:
-    """The desktops the real tasks run on (:func:`desktop_kind`).
+    """The desktops the real tasks run on (``desktop_kind()``).
 
     Args:
         host_ports: Ports of this host's loopback the desktop may reach (a page server).
         session: The desktop's session; None: the env's choice for its tasks.
-        screen_size: The screen (default :data:`SCREEN`).
+        screen_size: The screen (default ``SCREEN``).
     """
     settings: dict[str, Any] = {
         "screen_size": screen_size,

@@ -2,9 +2,9 @@
 
 The server needs root (privilege separation) and openssh-server; tests skip without them. It
 accepts one generated client key for root. Tests reach it either through an
-:class:`~osworld_gym.providers.ssh_tunnel.SSHConfig` (:meth:`SSHServer.ssh_config`) or, for
+``SSHConfig`` (``SSHServer.ssh_config()``) or, for
 the docker SDK's ``ssh://`` URLs, through a HOME whose ``~/.ssh`` says how to log in
-(:func:`ssh_home`).
+(``ssh_home()``).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class SSHServer:
     def ssh_config(self) -> SSHConfig:
         """Returns a config that logs in as root with the client key.
 
-        The host key is checked against :attr:`known_hosts`.
+        The host key is checked against ``known_hosts``.
         """
         return SSHConfig(
             host=HOST,
@@ -118,7 +118,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 def running_sshd(folder: Path) -> collections.abc.Iterator[SSHServer]:
     """Runs ``sshd -D`` on 127.0.0.1 with a fresh host key and one authorized client key.
 
-    The port is reserved with :func:`~osworld_gym.providers.ports.reserve_port` and kept
+    The port is reserved with ``reserve_port()`` and kept
     reserved while the server runs. Skips the test without root, openssh-server or paramiko.
 
     Args:

@@ -1,9 +1,9 @@
 """Shared helpers of the trainer tests (importable as ``test_trainer_support``; holds no tests).
 
-* :func:`tiny_model_dir` -- one tiny Qwen2.5-VL per test session, shared by the trainer tests.
-* :func:`synthetic_trajectory` -- an episode as the pool records it, with sampled ids.
-* :class:`FakeTextEnv` -- a fast text env for the whole loop without desktops.
-* :func:`scripted_demo` -- a UI-TARS text policy that always finishes (a demonstrator).
+* ``tiny_model_dir()`` -- one tiny Qwen2.5-VL per test session, shared by the trainer tests.
+* ``synthetic_trajectory()`` -- an episode as the pool records it, with sampled ids.
+* ``FakeTextEnv`` -- a fast text env for the whole loop without desktops.
+* ``scripted_demo()`` -- a UI-TARS text policy that always finishes (a demonstrator).
 """
 
 from __future__ import annotations

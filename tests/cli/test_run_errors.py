@@ -62,7 +62,7 @@ def reset_error(task_id: str) -> Trajectory:
 
 
 class FakePool:
-    """Stands in for :class:`~osworld_gym.pool.EnvPool`: records the env spec, starts nothing."""
+    """Stands in for ``EnvPool``: records the env spec, starts nothing."""
 
     specs: list[Any] = []
 
@@ -77,7 +77,7 @@ class FakePool:
 
 
 class FakeCollector:
-    """Hands back one finished episode per task, as :data:`OUTCOMES` says it ended."""
+    """Hands back one finished episode per task, as ``OUTCOMES`` says it ended."""
 
     outcomes: dict[str, Outcome] = {}
 

@@ -147,7 +147,7 @@ def parse_answers(data: bytes, method: str | None, headerless_first: bool) -> li
     """Split the bytes a guest sent back into responses (pipelined ones too).
 
     ``http.server`` answers a request line without an HTTP/1.x version with the body alone
-    (see :func:`has_version`): allowed first where ``headerless_first``, and last, for a
+    (see ``has_version()``): allowed first where ``headerless_first``, and last, for a
     pipelined line whose version is not known here.
 
     Raises:
@@ -849,7 +849,7 @@ def problems(request: RawRequest, answers: list[Answer], reset: bool = False) ->
     """What is wrong with the guest's answers to ``request`` (empty when nothing is).
 
     No answer at all is what ``http.server`` gives a blank request line (it closes) and a
-    HEAD without an HTTP/1.x version (no head, see :func:`has_version`, and no body for HEAD);
+    HEAD without an HTTP/1.x version (no head, see ``has_version()``, and no body for HEAD);
     it may also be where the connection was reset (the answer is lost with the unread bytes).
     """
     found = []
@@ -882,7 +882,7 @@ def problems(request: RawRequest, answers: list[Answer], reset: bool = False) ->
 
 
 def read_answers(request: RawRequest, data: bytes) -> list[Answer]:
-    """The guest's answers to ``request`` (see :func:`parse_answers`).
+    """The guest's answers to ``request`` (see ``parse_answers()``).
 
     Raises:
         http.client.HTTPException: the answer is not well-formed HTTP.

@@ -1,7 +1,7 @@
 """The TRL adapter, driven through TRL's own classes and rules on real ``local`` desktops.
 
 * the tools' schemas as TRL builds them (``transformers.utils.get_json_schema`` of the bound
-  methods it collects) match :func:`osworld_gym.integrations.tools.tool_schemas`;
+  methods it collects) match ``osworld_gym.integrations.tools.tool_schemas()``;
 * the Qwen tool-calling chat template passes TRL's own checks, the stock one does not;
 * scripted tool calls in TRL's call order on ``ui-basics``: a correct answer scores 1, a wrong
   one 0, 15 steps end with the env's FAIL replacement, a killed desktop gives a None reward;

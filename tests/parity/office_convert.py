@@ -1,6 +1,6 @@
 """Files saved by LibreOffice itself, for the office-document parity families.
 
-:func:`convert` runs ``soffice --headless --convert-to`` once over a batch of files, with its
+``convert()`` runs ``soffice --headless --convert-to`` once over a batch of files, with its
 own throw-away profile (``-env:UserInstallation``) and a deadline, so that a module converts its
 handful of base documents in one call (LibreOffice takes seconds to start). Modules call it from
 a module-scoped fixture and derive their variants from the converted files; where LibreOffice

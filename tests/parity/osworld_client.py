@@ -1,7 +1,7 @@
 """The client of the parity worker: one process running OSWorld's metric code in the side venv.
 
-:class:`OSWorld` starts ``osworld_worker.py`` with the side venv's Python and talks JSON lines
-to it, each call under a deadline; :func:`metric_modules` maps OSWorld's metric names to the
+``OSWorld`` starts ``osworld_worker.py`` with the side venv's Python and talks JSON lines
+to it, each call under a deadline; ``metric_modules()`` maps OSWorld's metric names to the
 modules that define them.
 """
 
@@ -76,7 +76,7 @@ class OSWorld:
         timeout: Default deadline of one call, seconds.
         import_timeout: Extra seconds for a module's first call, which imports it.
 
-    A call that runs past its deadline, or a worker that dies, raises :class:`WorkerError`
+    A call that runs past its deadline, or a worker that dies, raises ``WorkerError``
     and the worker is killed; the next call starts a fresh one.
     """
 
@@ -307,7 +307,7 @@ def metric_modules(folder: Path) -> dict[str, str]:
 
 
 def _to_wire(value: Any) -> Any:
-    """JSON-plain data for both sides; a :class:`~pathlib.Path` becomes its absolute text."""
+    """JSON-plain data for both sides; a ``Path`` becomes its absolute text."""
     if isinstance(value, Path):
         assert value.is_absolute(), f"paths given to OSWorld must be absolute: {value}"
         return str(value)

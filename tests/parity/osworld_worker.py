@@ -71,7 +71,7 @@ class StandInUsed(Exception):
 
 
 def install_stand_ins() -> dict[str, str]:
-    """Stand-in modules for the :data:`STAND_INS` libraries that are not installed."""
+    """Stand-in modules for the ``STAND_INS`` libraries that are not installed."""
     installed = {}
     for name, why in STAND_INS.items():
         if importlib.util.find_spec(name) is not None:
@@ -153,7 +153,7 @@ class Worker:
         self.armed = False  # the alarm interrupts only OSWorld's code, never this loop
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Run one request; never raises except for :class:`KeyboardInterrupt`."""
+        """Run one request; never raises except for ``KeyboardInterrupt``."""
         relative = request.get("module", "")
         try:
             name = module_name(relative)

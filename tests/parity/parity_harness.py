@@ -1,9 +1,9 @@
 """The parity harness: OSWorld's metric code and ours on the same inputs, scores compared.
 
-Case modules use the ``osworld`` fixture's :class:`OSWorld` client (from ``conftest.py``),
-:func:`assert_same_score`, and the helpers for their inputs (:func:`make_file`,
-:func:`real_checks`, :func:`real_rules`, :func:`disagreement`). The comparison rule is in
-``conftest.py``'s docstring; :data:`LEDGER` counts every case for the session summary.
+Case modules use the ``osworld`` fixture's ``OSWorld`` client (from ``conftest.py``),
+``assert_same_score()``, and the helpers for their inputs (``make_file()``,
+``real_checks()``, ``real_rules()``, ``disagreement()``). The comparison rule is in
+``conftest.py``'s docstring; ``LEDGER`` counts every case for the session summary.
 """
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ def assert_same_score(osworld: OSWorld, func_name: str, *args: Any, **options: A
         osworld: The session's ``osworld`` fixture.
         func_name: The metric's name (OSWorld's, which is ours too).
         *args: Positional arguments as the evaluator passes them: result (and expected).
-            Paths as absolute :class:`~pathlib.Path` or ``str``.
+            Paths as absolute ``Path`` or ``str``.
         **options: The task's ``options`` dict.
 
     Returns:
@@ -234,7 +234,7 @@ def make_file(folder: Path, name: str, content: FileContent) -> Path | None:
         folder: A pytest tmp folder.
         name: The file name.
         content: Text (written as UTF-8, newlines untouched), bytes (written as they are),
-            ``None`` (no file: the getter returned ``None``) or :data:`ABSENT` (a path where
+            ``None`` (no file: the getter returned ``None``) or ``ABSENT`` (a path where
             no file exists).
 
     Returns:

@@ -3,9 +3,9 @@
 ``desktop-env`` is installed with ``--no-deps`` (its full requirements pull in torch, Playwright,
 cloud SDKs, ...), together with the libraries its metric modules import:
 
-* :data:`SHARED_LIBRARIES` — libraries both sides use, pinned to the versions installed in *our*
+* ``SHARED_LIBRARIES`` — libraries both sides use, pinned to the versions installed in *our*
   environment (``importlib.metadata``), so that only the metric code differs between the two;
-* :data:`OSWORLD_ONLY_LIBRARIES` — what only OSWorld's modules import, pinned here for repeatable
+* ``OSWORLD_ONLY_LIBRARIES`` — what only OSWorld's modules import, pinned here for repeatable
   builds.
 
 The venv lives under ``~/.cache/osworld-gym/parity/venv-<key>`` (``$OSWORLD_PARITY_CACHE``
@@ -163,7 +163,7 @@ def ensure_venv() -> Path:
 
     Raises:
         RuntimeError: The build failed (the pip log's tail is in the message).
-        subprocess.TimeoutExpired: The build took longer than :data:`BUILD_TIMEOUT_S`.
+        subprocess.TimeoutExpired: The build took longer than ``BUILD_TIMEOUT_S``.
     """
     configured = os.environ.get("OSWORLD_PARITY_PYTHON")
     if configured:

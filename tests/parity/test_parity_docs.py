@@ -104,7 +104,7 @@ def table(rows: list[list[str]], colour: Callable[[str], RGBColor | None] | None
 
 @dataclass(frozen=True)
 class Lo:
-    """A document saved by LibreOffice: a base of :data:`LO_BASES` and the target extension."""
+    """A document saved by LibreOffice: a base of ``LO_BASES`` and the target extension."""
 
     name: str
 
@@ -190,7 +190,7 @@ LO_BASES: dict[str, Build] = {
 
 @pytest.fixture(scope="module")
 def lo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """:data:`LO_BASES` written by python-docx, saved by LibreOffice as .docx and as .odt."""
+    """``LO_BASES`` written by python-docx, saved by LibreOffice as .docx and as .odt."""
     folder = tmp_path_factory.mktemp("lo-docs")
     sources = []
     for name, build in LO_BASES.items():

@@ -3,7 +3,7 @@
 OSWorld's getters (``desktop_env/evaluators/getters/{file,general,info,misc}.py``) run in the
 side venv through ``osworld_getters.py``, with OSWorld's real ``PythonController`` talking to
 our guest on a sandboxed local desktop (no token, as OSWorld's host talks to its VM); ours run
-here through :data:`~osworld_gym.evaluation.getters.GETTERS` with an ``EvalContext`` on the
+here through ``GETTERS`` with an ``EvalContext`` on the
 same desktop. Configs are OSWorld's task files' own where they exist (read at collection
 time), plus made-up ones for the edges (missing files, ``gives`` orders, error answers).
 

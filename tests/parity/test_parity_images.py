@@ -2,8 +2,8 @@
 ``slides.check_image_stretch_and_center``) with ours.
 
 Images are drawn with Pillow at test time from a short spec: ``"scene|dark|palette.png"`` is
-the test scene, darkened, quantised to a palette, saved as PNG (see :data:`EDITS` and
-:func:`image_file`). Special specs: ``None`` (the getter found no file), ``ABSENT`` (a path
+the test scene, darkened, quantised to a palette, saved as PNG (see ``EDITS`` and
+``image_file()``). Special specs: ``None`` (the getter found no file), ``ABSENT`` (a path
 with no file), ``"empty.png"`` (0 bytes), ``"text.png"`` (not an image), ``"truncated.png"``
 (the first half of a PNG).
 """

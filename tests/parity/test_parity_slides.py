@@ -181,7 +181,7 @@ def transition(kind: str = "dissolve") -> SlideEdit:
 
 @dataclass(frozen=True)
 class Lo:
-    """A deck saved by LibreOffice (a base of :data:`LO_BASES`), optionally edited in its zip."""
+    """A deck saved by LibreOffice (a base of ``LO_BASES``), optionally edited in its zip."""
 
     name: str
     edits: dict[str, Callable[[bytes], bytes] | None] = field(default_factory=dict)

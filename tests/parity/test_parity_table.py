@@ -70,7 +70,7 @@ def book(
 
 
 def with_rows(change: dict[str, Any], rows: list[list[Any]] | None = None) -> list[list[Any]]:
-    """``rows`` (default :data:`ROWS`) with cells replaced: ``{"B2": 4}``."""
+    """``rows`` (default ``ROWS``) with cells replaced: ``{"B2": 4}``."""
     data = copy.deepcopy(ROWS if rows is None else rows)
     for coordinate, value in change.items():
         col, row = openpyxl.utils.cell.coordinate_from_string(coordinate)
@@ -97,7 +97,7 @@ def on_sheet(step: Callable[[Any], None], sheet: int = 0) -> Edit:
 
 @dataclass(frozen=True)
 class Lo:
-    """A book saved by LibreOffice (a base of :data:`LO_BASES`), optionally edited in its zip."""
+    """A book saved by LibreOffice (a base of ``LO_BASES``), optionally edited in its zip."""
 
     name: str
     edits: dict[str, Callable[[bytes], bytes] | None] = field(default_factory=dict)
@@ -256,7 +256,7 @@ _SPARK_EXT = (
 
 
 def sparkline_book(lines: dict[str, str], base: Build | None = None, sheet: int = 1) -> Build:
-    """A book (default :func:`book`) whose sheet part ``sheet`` gets x14 sparklines."""
+    """A book (default ``book()``) whose sheet part ``sheet`` gets x14 sparklines."""
 
     def build(path: Path) -> None:
         source = path.with_name("plain-" + path.name)
@@ -302,7 +302,7 @@ LO_BASES: dict[str, Build] = {
 
 @pytest.fixture(scope="module")
 def lo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The :data:`LO_BASES` books written by openpyxl, then saved by LibreOffice as .xlsx."""
+    """The ``LO_BASES`` books written by openpyxl, then saved by LibreOffice as .xlsx."""
     folder = tmp_path_factory.mktemp("lo-table")
     sources = []
     for name, build in LO_BASES.items():

@@ -131,7 +131,7 @@ class _Desktop:
 
 @pytest.fixture
 def host_clock() -> Iterator[None]:
-    """The host's clock at :data:`HOST_NOW`, its local zone UTC, for our getters."""
+    """The host's clock at ``HOST_NOW``, its local zone UTC, for our getters."""
     with our_clock(Clock(HOST_NOW)):
         yield
 

@@ -50,7 +50,7 @@ FREEZE = {"type": "freeze", "sheet_idx0": 0, "sheet_idx1": "EI0"}
 
 
 def _write_book(path: Path, edit: Edit | None) -> str:
-    """A one-sheet book of :data:`ROWS`, its sheet changed by ``edit``."""
+    """A one-sheet book of ``ROWS``, its sheet changed by ``edit``."""
     wb = openpyxl.Workbook()
     ws = wb.active
     ws.title = "Sheet1"

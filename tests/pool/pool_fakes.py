@@ -24,7 +24,7 @@ SHAPE = (6, 8, 3)
 
 @dataclass
 class FakeFactory:
-    """Builds :class:`FakeEnv`; fault plans count calls across the envs it built."""
+    """Builds ``FakeEnv``; fault plans count calls across the envs it built."""
 
     step_latency: float = 0.0
     reset_latency: float = 0.0

@@ -15,7 +15,7 @@ WHY = "DependencyNotInstalled: this metric needs 'openpyxl': pip install 'osworl
 
 
 class UnscorableEnv(FakeEnv):
-    """Ends like :class:`FakeEnv`, but its ``short`` task's evaluation cannot run."""
+    """Ends like ``FakeEnv``, but its ``short`` task's evaluation cannot run."""
 
     def step(self, action: str) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = super().step(action)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 DELETE = object()
-"""Value for :func:`edited` that removes the key instead of setting it."""
+"""Value for ``edited()`` that removes the key instead of setting it."""
 
 
 def make_task(task_id: str = "task-1", **top: Any) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """No bundled task leaves its answer key where the agent can reach it (issue 35, item 2).
 
-The check (:func:`osworld_gym.tasks.answer_keys.answer_key_leaks`) runs over every task of every
+The check (``osworld_gym.tasks.answer_keys.answer_key_leaks()``) runs over every task of every
 bundled suite, and on old-style tasks that uploaded their reference into ``~/.expected/`` and
 read it back with ``vm_file``, which it must refuse.
 """

@@ -1,5 +1,5 @@
 """The client, the remote provider, the env and `osworld-gym run` against OSWorld's own guest
-server (a double of it on loopback, :mod:`osworld_guest_double`): real HTTP, real commands."""
+server (a double of it on loopback, ``osworld_guest_double``): real HTTP, real commands."""
 
 from __future__ import annotations
 
