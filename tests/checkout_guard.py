@@ -13,8 +13,13 @@ import importlib.util
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-# Import name -> the checkout's folder of it (setup.py's package_dir).
-PACKAGES = {"osworld_gym": "osworld_gym", "osworld_agents": "agents", "osworld_gym_envs": "envs"}
+# Import name -> the checkout's folders of it, by where they sit inside the package
+# (setup.py's package_dir: osworld_gym.vm_images is the checkout's vm_images/).
+PACKAGES: dict[str, dict[str, str]] = {
+    "osworld_gym": {"": "osworld_gym", "vm_images": "vm_images"},
+    "osworld_agents": {"": "agents"},
+    "osworld_gym_envs": {"": "envs"},
+}
 FIX = (
     "install the checkout editable (`python -m pip install -e .` or `bash scripts/install.sh "
     "--editable`), reinstall it (`bash scripts/install.sh`), or run with `PYTHONPATH=. python -m "
@@ -22,26 +27,36 @@ FIX = (
 )
 
 
-def _python_files(folder: Path) -> dict[str, bytes]:
+def _python_files(folder: Path, inside: str = "") -> dict[str, bytes]:
     return {
-        str(path.relative_to(folder)): path.read_bytes()
+        str(Path(inside) / path.relative_to(folder)): path.read_bytes()
         for path in folder.rglob("*.py")
         if "__pycache__" not in path.parts
     }
 
 
+def _checkout_files(repo: Path, folders: dict[str, str]) -> dict[str, bytes]:
+    """The package's Python files as the checkout lays them out inside the package."""
+    files: dict[str, bytes] = {}
+    for inside, folder in folders.items():
+        if inside:  # a subpackage from another folder: the package's own copy does not count
+            files = {k: v for k, v in files.items() if not k.startswith(inside + "/")}
+        files.update(_python_files(repo / folder, inside))
+    return files
+
+
 def stale_copies(repo: Path = REPO) -> list[str]:
     """One line per imported package whose Python files differ from the checkout's."""
     problems: list[str] = []
-    for name, folder in PACKAGES.items():
-        source = repo / folder
+    for name, folders in PACKAGES.items():
+        source = repo / folders[""]
         spec = importlib.util.find_spec(name)
         if not source.is_dir() or spec is None or not spec.submodule_search_locations:
             continue
         imported = Path(next(iter(spec.submodule_search_locations))).resolve()
         if imported == source.resolve():
             continue
-        ours, theirs = _python_files(source), _python_files(imported)
+        ours, theirs = _checkout_files(repo, folders), _python_files(imported)
         differing = sorted(
             path for path in ours.keys() | theirs.keys() if ours.get(path) != theirs.get(path)
         )
