@@ -156,7 +156,9 @@ def test_fault_injection_every_episode_accounted_for(tmp_path: Path, num_envs: i
         assert all(t.infra_error and t.truncated for t in discarded)
         assert len(kills) >= 3
         assert pool.stats()["pool/retired"] == 0
-        assert all(r.ok for r in pool.reset())  # every env still works
+        # Every env still works (on one of the test's tasks: a task drawn from the whole suite
+        # may need an extra that a core-only install, such as the 3.12 venv's, refuses).
+        assert all(r.ok for r in pool.reset(options={"task_id": tasks[0]}))
     finally:
         stop.set()
         pool.close()
