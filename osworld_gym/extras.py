@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from osworld_gym.errors import MissingExtraError
+from osworld_gym.tasks.frozen import strings_in
 
 if TYPE_CHECKING:
     from osworld_gym.evaluation.evaluator import Evaluator
@@ -267,18 +268,7 @@ def _runs_pyautogui(task: Task) -> bool:
     """Whether a setup step or a command getter of the task names pyautogui."""
     parts: list[Any] = [step.parameters for step in (*task.config, *task.evaluator.postconfig)]
     parts += [getter.config for getter in task.evaluator.getters()]
-    return any(_PYAUTOGUI.search(text) for text in _strings(parts))
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _strings(item)
+    return any(_PYAUTOGUI.search(text) for text in strings_in(parts))
 
 
 def runs_this_python(provider: object) -> bool:

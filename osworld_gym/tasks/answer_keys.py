@@ -19,12 +19,11 @@ Only ``config`` counts as the setup: ``postconfig`` runs after the agent's last 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from osworld_gym.downloads import resolve_local_path
+from osworld_gym.tasks.frozen import strings_in
 from osworld_gym.tasks.model import GetterSpec, Task
 
 __all__ = ["GUEST_HOME", "HOST_GETTERS", "Placed", "answer_key_leaks", "placed_files"]
@@ -99,18 +98,6 @@ def placed_files(task: Task) -> list[Placed]:
     return placed
 
 
-def _strings(value: Any) -> Iterator[str]:
-    """Every string inside a JSON value (a getter config's paths, commands, patterns)."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _strings(item)
-
-
 def _names_path(text: str, path: str) -> bool:
     """Whether ``text`` is the desktop path ``path`` (any spelling) or a command naming it."""
     # Only absolute or home-relative text is a path: a bare name is a ``dest`` on the host.
@@ -121,7 +108,7 @@ def _names_path(text: str, path: str) -> bool:
 
 def _asks_desktop_for(getter: GetterSpec, placed: list[Placed]) -> list[Placed]:
     """The placed files a desktop-side getter names: as a path, or inside a command line."""
-    texts = list(_strings(getter.params))
+    texts = list(strings_in(getter.params))
     return [item for item in placed if any(_names_path(t, item.guest_path) for t in texts)]
 
 

@@ -11,10 +11,19 @@ original data, serialise to the same JSON, pickle, and refuse every mutating met
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NoReturn, SupportsIndex
 
-__all__ = ["MAX_DEPTH", "FrozenDict", "FrozenList", "NotJSONError", "freeze", "thaw", "too_deep"]
+__all__ = [
+    "MAX_DEPTH",
+    "FrozenDict",
+    "FrozenList",
+    "NotJSONError",
+    "freeze",
+    "strings_in",
+    "thaw",
+    "too_deep",
+]
 
 _SCALARS = str | int | float | bool | None
 
@@ -199,3 +208,18 @@ def thaw(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [thaw(item) for item in value]
     return value
+
+
+def strings_in(value: Any) -> Iterator[str]:
+    """Every string inside a JSON value, frozen or not (a getter config's paths, commands...).
+
+    Task data is at most ``MAX_DEPTH`` deep once loaded, so the recursion is bounded.
+    """
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from strings_in(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from strings_in(item)
