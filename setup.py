@@ -30,8 +30,8 @@ setup(
         "osworld_gym": [
             "py.typed",
             "guest/*.py",
-            "providers/desktop_bin/*",
-            "providers/gnome_extension/*",
+            "providers/desktop/bin/*",
+            "providers/desktop/gnome_extension/*",
         ],
         "osworld_gym_envs": ["**/*"],
         # Shell scripts and root filesystem files keep their modes (the session scripts under

@@ -57,12 +57,12 @@ def make_env(provider: str, image: str | None, session: str = "minimal") -> OSWo
     ``session``: the local desktops' session (``LocalProviderConfig.session``).
     """
     if provider == "docker":
-        from osworld_gym.providers.docker_provider import DockerProviderConfig
+        from osworld_gym.providers.docker.provider import DockerProviderConfig
 
         config = DockerProviderConfig(screen_size=SCREEN, **({"image": image} if image else {}))
         chosen: object = config
     else:
-        from osworld_gym.providers.local import LocalProviderConfig
+        from osworld_gym.providers.local.provider import LocalProviderConfig
 
         chosen = LocalProviderConfig(screen_size=SCREEN, session=session)
     return OSWorldEnv(

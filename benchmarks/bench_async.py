@@ -48,12 +48,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from osworld_agents.oracles import UIBasicsOracle
 
+from osworld_gym.policies.oracles import UIBasicsOracle
 from osworld_gym.pool import EnvPool, EnvSpec, PoolConfig, TrajectoryGroup
 from osworld_gym.pool.collector import CollectionStats, CollectorConfig, RolloutCollector, TaskFeed
 from osworld_gym.pool.policy import PolicyOutput, PolicyRequest
-from osworld_gym.providers.local import LocalProviderConfig
+from osworld_gym.providers.local.provider import LocalProviderConfig
 from osworld_gym.tasks import load_tasks
 
 SUITE = "ui-basics"

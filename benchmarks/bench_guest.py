@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from osworld_gym.guest.capture import ScreenCapture, ScreenshotOptions
 from osworld_gym.guest.client import GuestClient
-from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
+from osworld_gym.providers.local.provider import LocalProvider, LocalProviderConfig
 
 
 def timed(fn: Callable[[], object], repeats: int, warmup: int = 2) -> list[float]:

@@ -26,12 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from osworld_agents.oracles.ui_basics import SCREEN_SIZE, SUITE, oracle_responses
-
 from osworld_gym import load_tasks
 from osworld_gym.integrations import DesktopLeases, Lease
+from osworld_gym.policies.oracles.ui_basics import SCREEN_SIZE, SUITE, oracle_responses
 from osworld_gym.pool import PoolConfig
-from osworld_gym.providers.local import LocalProviderConfig
+from osworld_gym.providers.local.provider import LocalProviderConfig
 
 
 def _episodes(n: int, rounds: int) -> list[list[str]]:

@@ -45,7 +45,7 @@ from typing import Any
 from bench_guest import populate  # the same screen content as the guest benchmark
 from bench_task_files import terminal_task
 
-from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
+from osworld_gym.providers.local.provider import LocalProvider, LocalProviderConfig
 
 _TICK = os.sysconf("SC_CLK_TCK")
 REPO = Path(__file__).resolve().parent.parent

@@ -58,7 +58,7 @@ from osworld_gym.pool import EnvPool, EnvSpec, PoolConfig, TrajectoryGroup
 from osworld_gym.pool.collector import CollectionStats, CollectorConfig, RolloutCollector
 from osworld_gym.pool.lockstep import LockstepCollector
 from osworld_gym.pool.policy import PolicyRequest
-from osworld_gym.providers.local import LocalProviderConfig
+from osworld_gym.providers.local.provider import LocalProviderConfig
 
 SCREEN = (1280, 720)
 

@@ -13,7 +13,7 @@ guest answers again. Rows:
 * ``docker (session reset)``: its ``reset_mode="session"``: inside the running container,
   every process but Xvfb and the guest killed, HOME restored, the session restarted.
 * ``qemu``: the qemu provider's ``loadvm`` (the QEMU helper's
-  ``osworld_gym.providers.qemu_bench.measure_qemu_reset()``; the row is skipped, with the
+  ``osworld_gym.providers.qemu.bench.measure_qemu_reset()``; the row is skipped, with the
   reason, when that provider or its qcow2 is missing).
 * ``osworld-docker, same image``: OSWorld's Docker-provider reset applied to our image:
   ``container.stop()`` + ``remove()`` + its fixed 3 s pause, a new container, then ``GET
@@ -42,16 +42,16 @@ from typing import Any, Literal
 
 import requests
 
-from osworld_gym.providers.docker_provider import (
+from osworld_gym.providers.docker.provider import (
     DockerProvider,
     DockerProviderConfig,
     container_spec,
     ownership_labels,
 )
-from osworld_gym.providers.docker_provider import (
+from osworld_gym.providers.docker.provider import (
     start_container as start_desktop_container,
 )
-from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
+from osworld_gym.providers.local.provider import LocalProvider, LocalProviderConfig
 from osworld_gym.providers.ports import reserve_port
 from osworld_gym.providers.session_choice import MINIMAL, SESSIONS
 
@@ -162,7 +162,7 @@ def bench_osworld_semantics(
 def bench_qemu(resets: int) -> dict[str, Any] | str:
     """The QEMU helper's measurement, or why it could not run."""
     try:
-        from osworld_gym.providers.qemu_bench import measure_qemu_reset
+        from osworld_gym.providers.qemu.bench import measure_qemu_reset
     except ImportError as e:
         return f"qemu provider not available ({e})"
     try:

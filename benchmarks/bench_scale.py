@@ -48,8 +48,8 @@ from typing import Any
 
 import psutil
 
-from osworld_gym.commands.oracle_agent import OracleAgent
 from osworld_gym.commands.run import provider_from_args
+from osworld_gym.policies.oracles.agent import OracleAgent
 from osworld_gym.pool import EnvPool, EnvSpec, PoolConfig
 from osworld_gym.pool.collector import CollectorConfig, RolloutCollector
 from osworld_gym.providers.session_choice import SESSIONS

@@ -61,7 +61,7 @@ from osworld_gym.env_config import EnvConfig
 from osworld_gym.guest import protocol
 from osworld_gym.guest.client import Screenshot
 from osworld_gym.guest.x11 import X11Session
-from osworld_gym.providers.local import LocalDesktop, LocalProvider, LocalProviderConfig
+from osworld_gym.providers.local.provider import LocalDesktop, LocalProvider, LocalProviderConfig
 
 OSWORLD_PAUSE = 2.0  # DesktopEnv.step(action, pause=2): part of what is measured
 REFERENCE_DELAY = 2.0  # the "2 s later" frame each observation is compared with

@@ -694,8 +694,8 @@ class Killer:
         )
 
     def _kill_container(self, env_id: int, probe: DesktopProbe) -> None:
-        from osworld_gym.providers.docker_client import docker_sdk
-        from osworld_gym.providers.docker_provider import PID_LABEL
+        from osworld_gym.providers.docker.client import docker_sdk
+        from osworld_gym.providers.docker.provider import PID_LABEL
 
         name = probe.container_name or ""
         if probe.container_id is None:
@@ -723,7 +723,7 @@ class Killer:
 
 
 def _docker_client() -> Any:
-    from osworld_gym.providers.docker_client import connect
+    from osworld_gym.providers.docker.client import connect
 
     return connect()
 
@@ -736,7 +736,7 @@ class ContainerWatcher:
     """
 
     def __init__(self) -> None:
-        from osworld_gym.providers.docker_provider import PID_LABEL
+        from osworld_gym.providers.docker.provider import PID_LABEL
 
         self.label = f"{PID_LABEL}={os.getpid()}"
         self.created: set[str] = set()
@@ -894,16 +894,16 @@ class Soak:
 
     def _provider_config(self) -> Any:
         if self.config.provider == "local":
-            from osworld_gym.providers.local import LocalProviderConfig
+            from osworld_gym.providers.local.provider import LocalProviderConfig
 
             return LocalProviderConfig(screen_size=SCREEN)
         if self.config.provider == "docker":
-            from osworld_gym.providers.docker_provider import DockerProviderConfig
+            from osworld_gym.providers.docker.provider import DockerProviderConfig
 
             return DockerProviderConfig(
                 image=self.config.docker_image, screen_size=SCREEN, cpus=1.0, memory="1g"
             )
-        from osworld_gym.providers.qemu import QemuProviderConfig
+        from osworld_gym.providers.qemu.provider import QemuProviderConfig
 
         return QemuProviderConfig.from_built_image(screen_size=SCREEN)
 
@@ -1332,7 +1332,7 @@ class Soak:
         for pid in self._run_processes():
             _signal_if_same(pid, None, signal.SIGKILL)
         if self.config.provider == "docker" and self.report.leftovers.get("containers"):
-            from osworld_gym.providers.docker_provider import PID_LABEL
+            from osworld_gym.providers.docker.provider import PID_LABEL
 
             client = _docker_client()
             try:

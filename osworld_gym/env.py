@@ -33,7 +33,6 @@ from gymnasium.envs.registration import EnvSpec
 from osworld_gym import registration
 from osworld_gym.actions import Action, parse_action, to_wire_actions
 from osworld_gym.actions.spaces import StructuredActionSpace, TextActionSpace
-from osworld_gym.downloads import AssetCache
 from osworld_gym.env_config import (
     DEFAULT_MAX_STEPS,
     DEFAULT_SUITE,
@@ -58,7 +57,8 @@ from osworld_gym.evaluation.evaluator import EvaluationResult, Evaluator
 from osworld_gym.evaluation.getters import EvalContext
 from osworld_gym.extras import check_tasks, runs_this_python
 from osworld_gym.providers import Desktop, Provider, ProviderConfig, make_provider, processes
-from osworld_gym.task_setup import SetupContext, SetupInterpreter
+from osworld_gym.task_setup.downloads import AssetCache
+from osworld_gym.task_setup.interpreter import SetupContext, SetupInterpreter
 from osworld_gym.tasks import Task, TaskSet, load_tasks
 from osworld_gym.tasks.requirements import task_requirements
 

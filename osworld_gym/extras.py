@@ -254,7 +254,7 @@ def task_needs(task: Task, evaluator: Evaluator, *, guest_python: bool = False) 
             their files that way in ``postconfig``) need the ``gui`` extra here, or they fail
             and leave the file unsaved.
     """
-    from osworld_gym.task_setup import steps_needs
+    from osworld_gym.task_setup.interpreter import steps_needs
 
     needs = set(evaluator.needs(task.evaluator))
     needs |= steps_needs(task.config)
@@ -283,7 +283,7 @@ def runs_this_python(provider: object) -> bool:
     """
     if provider == "local" or provider is None:
         return True
-    from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
+    from osworld_gym.providers.local.provider import LocalProvider, LocalProviderConfig
 
     config = provider.config if isinstance(provider, LocalProvider) else provider
     if not isinstance(config, LocalProviderConfig):
@@ -369,7 +369,7 @@ NEED_MARKERS: Mapping[tuple[str, str], _Marker] = types.MappingProxyType(
             module_arg=0, extra_arg=(1, "extra", "eval")
         ),
         # Playwright, for the Chrome setup steps and getters.
-        ("osworld_gym.cdp", "require_playwright"): _Marker(
+        ("osworld_gym.task_setup.cdp", "require_playwright"): _Marker(
             needs=(Need("playwright.sync_api", "chrome"),)
         ),
     }

@@ -22,7 +22,7 @@ OSWORLD_GYM_VM_IMAGES="$(pwd)/vm_images" python - "${rebuild}" <<'PY'
 import logging
 import sys
 
-from osworld_gym.providers.docker_image import DEFAULT_CACHE_DIR, build_image
+from osworld_gym.providers.docker.image import DEFAULT_CACHE_DIR, build_image
 import os
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")

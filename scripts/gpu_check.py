@@ -110,8 +110,9 @@ class Tolerance:
 def make_image(width: int, height: int, seed: int) -> Any:
     """A noise PNG as an ``ImagePart``."""
     import numpy as np
-    from osworld_agents.engines.conversation import ImagePart
     from PIL import Image
+
+    from osworld_gym.policies.conversation import ImagePart
 
     pixels = np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)
     buffer = io.BytesIO()
@@ -121,7 +122,7 @@ def make_image(width: int, height: int, seed: int) -> Any:
 
 def with_answer(conversation: Any, encoder: Any, token_ids: Sequence[int]) -> Any:
     """The conversation followed by a sampled assistant turn carrying its ids."""
-    from osworld_agents.engines.conversation import Conversation, TextPart
+    from osworld_gym.policies.conversation import Conversation, TextPart
 
     episode = Conversation(list(conversation.turns))
     episode.add("assistant", TextPart(encoder.decode(token_ids)), token_ids=tuple(token_ids))
@@ -244,7 +245,7 @@ def build_tiny(folder: Path) -> Path:
 
 def conversations_for(sizes: Sequence[tuple[int, int]]) -> list[Any]:
     """One image, two images, and no image."""
-    from osworld_agents.engines.conversation import Conversation, TextPart
+    from osworld_gym.policies.conversation import Conversation, TextPart
 
     one, two, none = Conversation(), Conversation(), Conversation()
     one.add("system", TextPart("You are a GUI agent. Output one action per turn."))
@@ -269,8 +270,6 @@ def run(args: argparse.Namespace, report: Report) -> None:
     started = time.perf_counter()
     import transformers
     from osworld_agents.arpo.loss import policy_loss
-    from osworld_agents.engines.base import SamplingParams
-    from osworld_agents.engines.conversation import TextPart
     from osworld_agents.engines.hf import TransformersEngine, sequence_logprobs
     from osworld_agents.engines.vllm_engine import (
         VLLMEngine,
@@ -279,6 +278,9 @@ def run(args: argparse.Namespace, report: Report) -> None:
         vllm_parameter_name,
     )
     from osworld_agents.models import load_policy_model
+
+    from osworld_gym.policies.conversation import TextPart
+    from osworld_gym.policies.engine import SamplingParams
 
     vllm = import_vllm()
     report.facts.update(

@@ -870,8 +870,8 @@ def _oracles_script(ctx: Context) -> str:
     return r"""
 python3 - <<'PYEOF' 2>&1
 import importlib.util
-for name in ("osworld_gym.commands.oracles.desktop_basics_system",
-             "osworld_gym.commands.oracles.desktop_basics_office", "osworld_agents.oracles"):
+for name in ("osworld_gym.policies.oracles.desktop_basics_system",
+             "osworld_gym.policies.oracles.desktop_basics_office", "osworld_gym.policies.oracles"):
     try:
         spec = importlib.util.find_spec(name)
     except Exception as e:
@@ -1801,7 +1801,7 @@ def require_sandboxed(env: Any) -> None:
 @contextlib.contextmanager
 def other_local_desktop() -> collections.abc.Iterator[Any]:
     """Another ``local`` desktop on this host, whose X display the attacks try to open."""
-    from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
+    from osworld_gym.providers.local.provider import LocalProvider, LocalProviderConfig
 
     with LocalProvider(LocalProviderConfig(screen_size=(640, 480))).launch() as desktop:
         yield desktop

@@ -8,7 +8,7 @@ import pytest
 from checkout_guard import FIX, stale_copies
 from desktop_helpers import launch_desktop
 
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.local.provider import LocalDesktop
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from osworld_gym.actions import Action
 from osworld_gym.env import OSWorldEnv
-from osworld_gym.providers.local import LocalDesktop, LocalProvider, LocalProviderConfig
+from osworld_gym.providers.local.provider import LocalDesktop, LocalProvider, LocalProviderConfig
 
 SMALL_SCREEN = (1280, 720)
 

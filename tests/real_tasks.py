@@ -53,10 +53,10 @@ def real_provider(
         "session": session,
     }
     if desktop_kind() == "docker":
-        from osworld_gym.providers.docker_provider import DockerProviderConfig
+        from osworld_gym.providers.docker.provider import DockerProviderConfig
 
         return DockerProviderConfig(**settings)
-    from osworld_gym.providers.local import LocalProviderConfig
+    from osworld_gym.providers.local.provider import LocalProviderConfig
 
     return LocalProviderConfig(**settings)
 

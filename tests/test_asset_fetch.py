@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from http_helpers import Served, file_server
 
-from osworld_gym.asset_fetch import MANIFEST_NAME, AssetFetcher, FetchSettings
-from osworld_gym.downloads import AssetCache, AssetUnavailableError
+from osworld_gym.task_setup.asset_fetch import MANIFEST_NAME, AssetFetcher, FetchSettings
+from osworld_gym.task_setup.downloads import AssetCache, AssetUnavailableError
 from osworld_gym.tasks.requirements import AssetRef
 
 BIG = os.urandom(3 * (1 << 20) + 123)  # several chunks

@@ -217,7 +217,7 @@ def test_a_local_desktops_pyautogui_commands_need_the_gui_extra(
     """OSWorld's postconfig saves files with ``python -c "import pyautogui ..."``: on a local
     desktop that is this Python, so without the gui extra the file would stay unsaved."""
     from osworld_gym.extras import runs_this_python
-    from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
+    from osworld_gym.providers.local.provider import LocalProvider, LocalProviderConfig
 
     (task,) = load_tasks([SAVE_WITH_PYAUTOGUI])
     assert Need("pyautogui", "gui") in task_needs(task, Evaluator(), guest_python=True)

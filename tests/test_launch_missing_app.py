@@ -15,11 +15,11 @@ import pytest
 import requests
 from desktop_helpers import SMALL_SCREEN
 
-from osworld_gym.downloads import AssetCache
 from osworld_gym.env import OSWorldEnv
 from osworld_gym.errors import GuestHTTPError, TaskSetupError
-from osworld_gym.providers.local import LocalDesktop
-from osworld_gym.task_setup import SetupContext, SetupInterpreter
+from osworld_gym.providers.local.provider import LocalDesktop
+from osworld_gym.task_setup.downloads import AssetCache
+from osworld_gym.task_setup.interpreter import SetupContext, SetupInterpreter
 
 MISSING = "osworld-gym-no-such-app"
 

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from osworld_data import OSWORLD_TASKS, needs_osworld_tasks
 
-from osworld_gym.downloads import AssetCache
 from osworld_gym.errors import GuestUnreachableError
 from osworld_gym.guest.client import CommandResult
 from osworld_gym.providers.command_probe import (
@@ -22,7 +21,8 @@ from osworld_gym.providers.command_probe import (
     UnprobedCommands,
     probe_for,
 )
-from osworld_gym.runnable import (
+from osworld_gym.task_setup.downloads import AssetCache
+from osworld_gym.task_setup.runnable import (
     TaskRunnability,
     format_runnable_report,
     is_cached,
@@ -153,7 +153,7 @@ def test_local_probe_counts_host_commands_and_working_wrappers(tmp_path: Path) -
 
 
 def test_local_probe_uses_the_desktop_wrappers_that_work_here() -> None:
-    from osworld_gym.providers.desktop_bin import available_wrappers
+    from osworld_gym.providers.desktop.bin import available_wrappers
 
     probe = LocalCommandProbe(path="")
     assert probe.wrappers == frozenset(available_wrappers())
@@ -191,7 +191,7 @@ def test_docker_probe_says_why_when_there_is_no_engine(tmp_path: Path) -> None:
 
 
 def test_docker_probe_runs_command_v_in_the_image(monkeypatch: pytest.MonkeyPatch) -> None:
-    import osworld_gym.providers.docker_client as docker_client
+    import osworld_gym.providers.docker.client as docker_client
 
     runs: list[dict[str, Any]] = []
 
@@ -222,7 +222,7 @@ def test_docker_probe_runs_command_v_in_the_image(monkeypatch: pytest.MonkeyPatc
 def test_docker_probe_names_a_missing_image(monkeypatch: pytest.MonkeyPatch) -> None:
     import docker
 
-    import osworld_gym.providers.docker_client as docker_client
+    import osworld_gym.providers.docker.client as docker_client
 
     class Images:
         def get(self, image: str) -> object:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from osworld_data import OSWORLD_TASKS, needs_osworld_tasks
 
-from osworld_gym.support import support_report, task_support
+from osworld_gym.task_setup.support import support_report, task_support
 from osworld_gym.tasks import Task, load_tasks
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from desktop_helpers import SMALL_SCREEN, wait_until
 
-from osworld_gym.downloads import AssetCache, AssetUnavailableError
 from osworld_gym.errors import EvaluatorError, TaskSetupError
 from osworld_gym.evaluation.getters import EvalContext, get_getter
-from osworld_gym.providers.local import LocalDesktop
-from osworld_gym.task_setup import SetupContext, SetupInterpreter
+from osworld_gym.providers.local.provider import LocalDesktop
+from osworld_gym.task_setup.downloads import AssetCache, AssetUnavailableError
+from osworld_gym.task_setup.interpreter import SetupContext, SetupInterpreter
 from osworld_gym.tasks.placeholders import download_cache_name
 
 pytestmark = pytest.mark.desktop

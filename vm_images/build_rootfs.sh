@@ -71,7 +71,7 @@ fi
 
 # The bundle install_project.sh installs: an osworld-gym wheel built from a clean copy of the
 # sources (no stale build/ folder; pure Python, so the guest needs no network for it) and the
-# files of vm_images/rootfs/. Also used by osworld_gym.providers.docker_image. Where this recipe
+# files of vm_images/rootfs/. Also used by osworld_gym.providers.docker.image. Where this recipe
 # is the package data of an installed osworld-gym (osworld_gym/vm_images, no source beside it),
 # the wheel is that installed distribution packed again (pack_installed.py).
 make_bundle() {  # make_bundle DIR

@@ -17,14 +17,14 @@ ln -sf /etc/systemd/system/osworld-gym-guest.service \
 # OSWorld's commands on Debian's apps (google-chrome on Chromium, socat and vlc on the
 # desktop's own service ports), ahead of /usr/bin on PATH; sudo is the real one here.
 /opt/osworld-gym/bin/python -c 'from pathlib import Path
-from osworld_gym.providers.desktop_bin import install_wrappers
+from osworld_gym.providers.desktop.bin import install_wrappers
 install_wrappers(Path("/usr/local/bin"), exclude=("sudo",), chrome="link")'
 if [ -x /usr/bin/lxterminal ]; then
   update-alternatives --quiet --set x-terminal-emulator /usr/bin/lxterminal || true
 fi
 # The default HOME of a fresh desktop: the same skeleton as the local provider's.
 /opt/osworld-gym/bin/python -c 'from pathlib import Path
-from osworld_gym.providers.home_skeleton import write_default_home
+from osworld_gym.providers.desktop.home_skeleton import write_default_home
 write_default_home(Path("/home/user"))'
 # Debian's .bashrc retitles terminals "user@host: dir"; the bundled tasks find a fresh
 # terminal by its own title ("LXTerminal"), as on the local provider's desktops.
@@ -33,7 +33,7 @@ chown -R user:user /home/user
 # The GNOME session's files (OSWORLD_SESSION=gnome), root's: compiled schemas with Ubuntu's
 # defaults, the session mode, the buses' configurations, the user's settings of a new HOME.
 if [ -x /usr/bin/gnome-shell ]; then
-  /opt/osworld-gym/bin/python -m osworld_gym.providers.gnome_image install \
+  /opt/osworld-gym/bin/python -m osworld_gym.providers.desktop.gnome_image install \
     --home /home/user --runtime-dir "/run/user/$(id -u user)"
 fi
 # The pristine HOME that reset_mode="session" restores (root-owned: an episode cannot alter it).
@@ -42,7 +42,7 @@ fi
 # guest needs neither: an image keeps no copy, since OSWorld's user reads anything in it through
 # sudo. (Evaluation runs on the host, with the host's copy.)
 /opt/osworld-gym/bin/python -c 'import shutil
-from osworld_gym.providers.sandbox import answer_folders
+from osworld_gym.providers.local.sandbox import answer_folders
 for folder in answer_folders():
     shutil.rmtree(folder)
     print("install_project: removed the answers in", folder)'

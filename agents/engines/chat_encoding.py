@@ -26,8 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from osworld_agents.engines.conversation import Conversation, ImagePart, TextPart, Turn
 from osworld_agents.models import qwen_vocab
+
+from osworld_gym.policies.conversation import Conversation, ImagePart, TextPart, Turn
 
 if TYPE_CHECKING:
     import torch

@@ -29,9 +29,10 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from osworld_agents.engines.base import Generation, SamplingParams
 from osworld_agents.engines.chat_encoding import ChatBatch, EncodedChat, QwenChatEncoder
-from osworld_agents.engines.conversation import Conversation
+
+from osworld_gym.policies.conversation import Conversation
+from osworld_gym.policies.engine import Generation, SamplingParams
 
 if TYPE_CHECKING:
     import torch

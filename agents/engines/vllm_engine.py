@@ -59,9 +59,7 @@ from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from osworld_agents.engines.base import Generation, SamplingParams
 from osworld_agents.engines.chat_encoding import QwenChatEncoder
-from osworld_agents.engines.conversation import Conversation
 from osworld_agents.engines.vllm_requests import (
     SEED_MODULUS,
     VLLMRequest,
@@ -79,6 +77,8 @@ from osworld_agents.engines.vllm_weights import (
 )
 
 from osworld_gym.errors import DependencyNotInstalled
+from osworld_gym.policies.conversation import Conversation
+from osworld_gym.policies.engine import Generation, SamplingParams
 
 if TYPE_CHECKING:
     import torch

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from osworld_agents.engines.base import Generation, SamplingParams
 from osworld_agents.engines.chat_encoding import QwenChatEncoder
-from osworld_agents.engines.conversation import Conversation
+
+from osworld_gym.policies.conversation import Conversation
+from osworld_gym.policies.engine import Generation, SamplingParams
 
 _LOGIT_BAN = -100.0  # vLLM clamps logit_bias values to [-100, 100]
 SEED_MODULUS = 2**63  # seeds vLLM accepts

@@ -1,12 +1,12 @@
-"""Scripted solutions of bundled task suites, written as model responses.
+"""The ``ui-basics`` oracle under the trainer's package name.
 
-* ``ui_basics`` -- the ``ui-basics`` suite as UI-TARS responses,
-  and a pool policy that replays them.
+Every scripted solution lives in ``osworld_gym.policies.oracles``; this module keeps the
+``ui-basics`` names importable from here.
 """
 
 from __future__ import annotations
 
-from osworld_agents.oracles.ui_basics import (
+from osworld_gym.policies.oracles.ui_basics import (
     UIBasicsLayout,
     UIBasicsOracle,
     distractor_answer,

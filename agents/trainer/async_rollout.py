@@ -43,8 +43,8 @@ from osworld_agents.trainer.config import TrainConfig
 from osworld_agents.trainer.distributed import DistContext, shard
 from osworld_agents.trainer.rollout import Collection, _agent_config, derive_seed
 from osworld_agents.trainer.tasks import RolloutBudget, TaskSchedule
-from osworld_agents.uitars import UITARSAgent
 
+from osworld_gym.policies.uitars import UITARSAgent
 from osworld_gym.pool import CollectionStats, CollectorConfig, EnvPool, RolloutCollector
 from osworld_gym.pool.collector import TaskFeed
 from osworld_gym.pool.policy import PolicyOutput, PolicyRequest

@@ -19,8 +19,8 @@ from osworld_agents.trainer.distributed import DistContext, barrier, broadcast_p
 from osworld_agents.trainer.rollout import env_spec
 from osworld_agents.trainer.sharding import is_sharded, shard_model
 from osworld_agents.trainer.update import LossSettings
-from osworld_agents.uitars import UITARSAgent
 
+from osworld_gym.policies.uitars import UITARSAgent
 from osworld_gym.pool import EnvPool, PoolConfig
 
 logger = logging.getLogger(__name__)

@@ -57,7 +57,7 @@ from osworld_gym.cli_options import (
 
 logger = logging.getLogger(__name__)
 
-ORACLE = "osworld_agents.oracles:UIBasicsOracle"
+ORACLE = "osworld_gym.policies.oracles:UIBasicsOracle"
 
 
 SELECTION_RULE = SelectionRule(require_success=True, max_rate=0.99)

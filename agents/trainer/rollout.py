@@ -24,9 +24,9 @@ from osworld_agents.models import PolicyModel
 from osworld_agents.trainer.config import TrainConfig
 from osworld_agents.trainer.distributed import DistContext, all_reduce_sum
 from osworld_agents.trainer.rollout_engine import TrainerEngine
-from osworld_agents.uitars import UITARSAgent, UITARSConfig
-from osworld_agents.uitars.agent import EVALUATION_SAMPLING, TRAINING_SAMPLING
 
+from osworld_gym.policies.uitars import UITARSAgent, UITARSConfig
+from osworld_gym.policies.uitars.agent import EVALUATION_SAMPLING, TRAINING_SAMPLING
 from osworld_gym.pool import (
     CollectionStats,
     CollectorConfig,
@@ -126,7 +126,7 @@ def env_spec(config: TrainConfig, agent: UITARSAgent) -> EnvSpec:
     """The env every pool worker builds: the suite, the screen, and the agent's dialect."""
     provider: Any = config.provider
     if config.provider == "local":
-        from osworld_gym.providers.local import LocalProviderConfig
+        from osworld_gym.providers.local.provider import LocalProviderConfig
 
         provider = LocalProviderConfig(screen_size=config.screen_size, work_dir=config.work_dir)
     kwargs = {

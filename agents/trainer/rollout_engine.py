@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import torch
-from osworld_agents.engines.base import RolloutEngine
 from osworld_agents.engines.chat_encoding import QwenChatEncoder
 from osworld_agents.engines.hf import TransformersEngine
 from osworld_agents.engines.vllm_weights import normalize_trainer_name
@@ -40,6 +39,8 @@ from osworld_agents.trainer.config import TrainConfig
 from osworld_agents.trainer.distributed import DistContext
 from osworld_agents.trainer.sharding import is_sharded
 from torch.distributed.fsdp import FSDPModule
+
+from osworld_gym.policies.engine import RolloutEngine
 
 logger = logging.getLogger(__name__)
 

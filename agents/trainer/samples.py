@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 import torch
 from osworld_agents.arpo import Injection, grpo_advantages, trajectory_rewards
 from osworld_agents.engines.chat_encoding import QwenChatEncoder
-from osworld_agents.engines.conversation import Conversation, Turn
-from osworld_agents.uitars import UITARSAgent
 
+from osworld_gym.policies.conversation import Conversation, Turn
+from osworld_gym.policies.uitars import UITARSAgent
 from osworld_gym.pool.trajectory import Trajectory, TrajectoryGroup
 
 logger = logging.getLogger(__name__)

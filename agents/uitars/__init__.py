@@ -1,22 +1,19 @@
-"""The UI-TARS-1.5 agent: ARPO's prompt, image history and screenshot resizing.
+"""The UI-TARS-1.5 agent, under the trainer's package name.
 
-* ``.prompt`` -- the computer-use prompt, the system text, ``add_box_tokens()``.
-* ``.images`` -- screenshots smart-resized and encoded for the model.
-* ``.agent`` -- ``UITARSAgent``, a stateless pool policy over a rollout engine.
+The agent lives with the env library's policies (``osworld_gym.policies.uitars``), where the
+trainer adapters use it without this package; this module keeps the names importable from here.
 """
 
 from __future__ import annotations
 
-from osworld_agents.uitars.agent import (
+from osworld_gym.policies.uitars import (
+    COMPUTER_USE_TEMPLATE,
     EVALUATION_SAMPLING,
+    SYSTEM_TEXT,
     TRAINING_SAMPLING,
+    ScreenshotEncoder,
     UITARSAgent,
     UITARSConfig,
-)
-from osworld_agents.uitars.images import ScreenshotEncoder
-from osworld_agents.uitars.prompt import (
-    COMPUTER_USE_TEMPLATE,
-    SYSTEM_TEXT,
     add_box_tokens,
     computer_use_prompt,
 )

@@ -9,7 +9,7 @@ Button dialogs are ``xmessage`` windows with the X server's built-in ``fixed`` f
 where they appear. Their layout is not computed here but measured: each dialog is opened on a
 real ``local`` desktop with the task's own launch command, and the window tree is read through
 Xlib. The measured boxes go into each task's ``ui_basics`` key, which the oracle
-(``osworld_agents.oracles.ui_basics``) reads; the setup's readiness check names the measured
+(``osworld_gym.policies.oracles.ui_basics``) reads; the setup's readiness check names the measured
 window geometry, so a host that lays a dialog out differently fails at reset instead of
 scoring the oracle 0. Output is deterministic: running the script again leaves the files as
 they are.
@@ -405,7 +405,7 @@ def type_task_json(task: TypeTask) -> dict[str, Any]:
 
 def build_all() -> dict[Path, str]:
     """Every task file's path and text, measured on a fresh desktop."""
-    from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
+    from osworld_gym.providers.local.provider import LocalProvider, LocalProviderConfig
 
     files: dict[Path, dict[str, Any]] = {}
     config = LocalProviderConfig(screen_size=SCREEN_SIZE, accessibility=False)

@@ -33,9 +33,8 @@ from osworld_gym.integrations.openenv import (
 
 def scripted_answers(task_id: str, wrong: bool) -> list[str]:
     """The ``ui-basics`` oracle's UI-TARS answers for a task (a wrong one with ``wrong``)."""
-    from osworld_agents.oracles.ui_basics import distractor_answer, oracle_responses
-
     from osworld_gym import load_tasks
+    from osworld_gym.policies.oracles.ui_basics import distractor_answer, oracle_responses
 
     if not wrong:
         return oracle_responses(task_id)

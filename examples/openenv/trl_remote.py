@@ -152,7 +152,7 @@ class RemoteDesktop:
 
 def check(task_id: str) -> int:
     """One ``ui-basics`` episode through the tools, as TRL would call them."""
-    from osworld_agents.oracles.ui_basics import task_layout
+    from osworld_gym.policies.oracles.ui_basics import task_layout
 
     env = RemoteDesktop()
     blocks = env.reset(task_id=task_id, prompt=[])

@@ -24,7 +24,6 @@ import tempfile
 import time
 from typing import Any
 
-from osworld_agents.oracles.ui_basics import SCREEN_SIZE, SUITE, distractor_answer, oracle_responses
 from skyrl.train.config import GeneratorConfig, SkyRLGymConfig
 from skyrl.train.generators.base import TrajectoryID
 from skyrl.train.generators.skyrl_vlm_generator import SkyRLVLMGymGenerator
@@ -32,6 +31,12 @@ from transformers import AutoTokenizer
 
 from osworld_gym.integrations import skyrl as osworld_skyrl
 from osworld_gym.integrations.lease import close_shared_leases
+from osworld_gym.policies.oracles.ui_basics import (
+    SCREEN_SIZE,
+    SUITE,
+    distractor_answer,
+    oracle_responses,
+)
 
 WAIT = "Thought: Nothing to do yet.\nAction: wait()"
 

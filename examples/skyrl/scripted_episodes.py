@@ -21,10 +21,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import skyrl_gym
-from osworld_agents.oracles.ui_basics import SCREEN_SIZE, SUITE, distractor_answer, oracle_responses
 
 from osworld_gym.integrations import skyrl as osworld_skyrl  # registers env class "osworld"
 from osworld_gym.integrations.lease import close_shared_leases
+from osworld_gym.policies.oracles.ui_basics import (
+    SCREEN_SIZE,
+    SUITE,
+    distractor_answer,
+    oracle_responses,
+)
 
 
 def trajectory(row: dict[str, Any], correct: bool, max_turns: int) -> dict[str, Any]:

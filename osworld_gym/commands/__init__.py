@@ -3,7 +3,7 @@
 * ``.doctor`` -- checks the host for each provider and prints the fix for what is missing.
 * ``.tasks`` -- lists suites and tasks, shows one, reports which are fully supported.
 * ``.run`` -- runs an agent (``.agents``; the bundled suites' scripted solutions are
-  ``.oracle_agent`` and ``.oracles``) over tasks on an env pool, writing OSWorld's results
+  ``osworld_gym.policies.oracles``) over tasks on an env pool, writing OSWorld's results
   layout (``.results``), a live progress display (``.progress``) and a summary
   (``.summary``); resumable.
 * ``.view`` -- a self-contained HTML report of a run (``.html_report``).

@@ -1,10 +1,10 @@
 """The agents ``osworld-gym run`` drives, each a batched pool policy plus what the env must match.
 
-* ``oracle`` -- the bundled suites' scripted solutions (``.oracle_agent``).
+* ``oracle`` -- the bundled suites' scripted solutions (``osworld_gym.policies.oracles``).
 * ``random`` -- a random valid UI-TARS action each step (seeded per task, rollout and step).
 * ``noop`` -- ``wait()`` every step: the floor a real agent must beat.
 * ``openai`` -- a model behind an OpenAI-compatible endpoint with the UI-TARS-1.5 prompt and
-  dialect (``osworld_agents``; imported only for this agent, and free of torch).
+  dialect (``osworld_gym.policies``; imported only for this agent, and free of torch).
 * ``module:callable`` -- any pool policy: a callable taking a list of
   ``PolicyRequest`` and returning one action (or
   ``PolicyOutput``) per request. A class is instantiated, and a callable
@@ -106,7 +106,7 @@ def make_agent(options: AgentOptions, tasks: Sequence[Task]) -> Agent:
     """
     kind = options.agent
     if kind == "oracle":
-        from osworld_gym.commands.oracle_agent import OracleAgent
+        from osworld_gym.policies.oracles.agent import OracleAgent
 
         oracle = OracleAgent(tasks)
         return Agent(
@@ -170,13 +170,9 @@ class RandomAgent:
 def _openai_agent(options: AgentOptions) -> Agent:
     if not options.model:
         raise ValueError("--agent openai needs --model (the served model's name)")
-    try:
-        from osworld_agents.engines.openai_http import OpenAIEngine
-        from osworld_agents.uitars.agent import EVALUATION_SAMPLING, UITARSAgent
-    except ImportError as e:  # the agents are installed with the package; say so if not
-        raise ValueError(
-            f"--agent openai needs osworld_agents (installed with osworld-gym): {e}"
-        ) from e
+    from osworld_gym.policies.openai_http import OpenAIEngine
+    from osworld_gym.policies.uitars.agent import EVALUATION_SAMPLING, UITARSAgent
+
     sampling = dataclasses.replace(
         EVALUATION_SAMPLING,
         temperature=options.temperature,
@@ -204,7 +200,7 @@ def _openai_agent(options: AgentOptions) -> Agent:
             "max_new_tokens": options.max_new_tokens,
             "history_images": options.history_images,
             "seed": options.seed,
-            "prompt": "UI-TARS-1.5 computer use (osworld_agents.uitars)",
+            "prompt": "UI-TARS-1.5 computer use (osworld_gym.policies.uitars)",
             "base_url": options.base_url,
         },
         close=engine.close,

@@ -32,7 +32,7 @@ def add_parser(sub: Any) -> None:
 
 def desktop_command(args: argparse.Namespace) -> int:
     """Run the ``desktop`` subcommand."""
-    from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
+    from osworld_gym.providers.local.provider import LocalProvider, LocalProviderConfig
 
     config = LocalProviderConfig(screen_size=args.screen_size)
     with LocalProvider(config).launch() as desktop:

@@ -296,7 +296,7 @@ def local_checks(launch: bool = True) -> list[Check]:
 
 def _sandbox_check() -> Check:
     """Whether desktops can run in their sandbox here: as root, or through user namespaces."""
-    from osworld_gym.providers import sandbox
+    from osworld_gym.providers.local import sandbox
 
     support = sandbox.probe()
     fix = None
@@ -314,7 +314,7 @@ def _limits_check() -> Check:
     """Whether desktops get their memory, process and disk limits here (cgroups, root)."""
     import uuid
 
-    from osworld_gym.providers.desktop_limits import (
+    from osworld_gym.providers.local.limits import (
         DesktopCgroups,
         DesktopLimits,
         can_mount_capped,
@@ -335,7 +335,7 @@ def _limits_check() -> Check:
 
 def _internet_check() -> Check:
     """Whether a private network can get its outbound link (slirp4netns behind a filter)."""
-    from osworld_gym.providers import outbound
+    from osworld_gym.providers.local import outbound
 
     why_not = outbound.available()
     if why_not is None:
@@ -380,7 +380,7 @@ def suite_apps() -> dict[str, tuple[str, str, list[str]]]:
 
 def _launch_check() -> Check:
     from osworld_gym.errors import OSWorldGymError
-    from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
+    from osworld_gym.providers.local.provider import LocalProvider, LocalProviderConfig
 
     start = time.perf_counter()
     try:

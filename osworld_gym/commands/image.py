@@ -1,6 +1,6 @@
 """``osworld-gym image build``: the guest desktop image from the recipes in ``vm_images/``.
 
-A front door to ``osworld_gym.providers.docker_image.build_image()`` (Debian packages
+A front door to ``osworld_gym.providers.docker.image.build_image()`` (Debian packages
 through debootstrap, ``docker import``, then ``docker build``; nothing pulled from a
 registry). The recipe ships with the package (``osworld_gym/vm_images``, package data) and is
 also the ``vm_images`` folder of a source checkout. It is looked up in this order: ``--recipe-dir``,
@@ -80,7 +80,7 @@ def image_build_command(args: argparse.Namespace) -> int:
     # The docker SDK is an optional dependency: refused here, with the command that adds it.
     check_modules("docker", ["docker"], "osworld-gym image build")
     from osworld_gym.errors import DependencyNotInstalled, OSWorldGymError
-    from osworld_gym.providers import docker_image
+    from osworld_gym.providers.docker import image as docker_image
 
     kwargs: dict[str, Any] = {"recipe_dir": recipe, "rebuild": args.rebuild}
     if args.cache_dir:

@@ -86,7 +86,7 @@ from osworld_gym.version import __version__
 
 if TYPE_CHECKING:
     from osworld_gym.evaluation.evaluator import Evaluator
-    from osworld_gym.providers.remote import RemoteProviderConfig
+    from osworld_gym.providers.remote.provider import RemoteProviderConfig
 
 logger = logging.getLogger(__name__)
 
@@ -372,7 +372,7 @@ def remote_config(args: argparse.Namespace) -> RemoteProviderConfig | None:
         token = os.environ.get(args.guest_token_env)
         if not token:
             raise ValueError(f"--guest-token-env: the variable {args.guest_token_env} is not set")
-    from osworld_gym.providers.remote import RemoteProviderConfig
+    from osworld_gym.providers.remote.provider import RemoteProviderConfig
 
     return RemoteProviderConfig(urls=urls, token=token)  # validates the URLs
 
@@ -414,13 +414,13 @@ def provider_from_args(
         if image:
             raise ValueError("--image is for the docker provider; local runs this host's apps")
         described = "local host (Debian packages, scripts/install_system_deps.sh)"
-        from osworld_gym.providers.local import LocalProviderConfig
+        from osworld_gym.providers.local.provider import LocalProviderConfig
 
         chosen = session or session_for(tasks)
         return LocalProviderConfig(screen_size=screen, session=chosen), f"{described}, {chosen}"
     if name == "docker":
         try:
-            from osworld_gym.providers.docker_provider import DockerProviderConfig
+            from osworld_gym.providers.docker.provider import DockerProviderConfig
         except ImportError as e:
             raise ValueError(f"the docker provider is not available: {e}") from e
         chosen = session or session_for(tasks, in_image=True)
@@ -432,7 +432,7 @@ def provider_from_args(
         raise ValueError(f"--image is for the docker provider, not {name}")
     if name == "qemu":
         from osworld_gym.errors import ProviderError
-        from osworld_gym.providers.qemu_config import QemuProviderConfig
+        from osworld_gym.providers.qemu.config import QemuProviderConfig
 
         chosen = session or session_for(tasks, in_image=True)
         try:

@@ -14,8 +14,13 @@ import sys
 import threading
 from typing import Any, TextIO
 
-from osworld_gym.asset_fetch import MANIFEST_NAME, AssetFetcher, FetchOutcome, FetchSettings
-from osworld_gym.downloads import AssetCache
+from osworld_gym.task_setup.asset_fetch import (
+    MANIFEST_NAME,
+    AssetFetcher,
+    FetchOutcome,
+    FetchSettings,
+)
+from osworld_gym.task_setup.downloads import AssetCache
 from osworld_gym.tasks import TaskSet
 from osworld_gym.tasks.requirements import task_assets
 

@@ -31,7 +31,7 @@ from osworld_gym.providers import PROVIDER_NAMES
 from osworld_gym.providers.session_choice import SESSIONS, session_for
 
 if TYPE_CHECKING:
-    from osworld_gym.downloads import AssetCache
+    from osworld_gym.task_setup.downloads import AssetCache
     from osworld_gym.tasks import TaskSet
 
 
@@ -112,7 +112,7 @@ def add_parser(sub: Any) -> None:
 
 def tasks_command(args: argparse.Namespace) -> int:
     """Run the ``tasks`` subcommand."""
-    from osworld_gym.support import format_report, support_report
+    from osworld_gym.task_setup.support import format_report, support_report
     from osworld_gym.tasks import available_suites, load_tasks
 
     if args.action == "suites":
@@ -142,8 +142,8 @@ def tasks_command(args: argparse.Namespace) -> int:
     elif args.action == "show":
         sys.stdout.write(json.dumps(task.to_dict(), indent=2) + "\n")
     elif args.action == "fetch":
-        from osworld_gym.asset_fetch import FetchSettings
         from osworld_gym.commands.task_fetch import fetch_command
+        from osworld_gym.task_setup.asset_fetch import FetchSettings
 
         settings = FetchSettings(jobs=args.jobs, tries=args.tries, read_timeout=args.timeout)
         return fetch_command(tasks, _cache(args), settings)
@@ -156,14 +156,14 @@ def tasks_command(args: argparse.Namespace) -> int:
 
 
 def _cache(args: argparse.Namespace) -> AssetCache:
-    from osworld_gym.downloads import AssetCache
+    from osworld_gym.task_setup.downloads import AssetCache
 
     return AssetCache(Path(args.cache)) if args.cache else AssetCache.default()
 
 
 def _runnable_report(args: argparse.Namespace, tasks: TaskSet) -> int:
     from osworld_gym.providers.command_probe import probe_for
-    from osworld_gym.runnable import format_runnable_report, runnable_report
+    from osworld_gym.task_setup.runnable import format_runnable_report, runnable_report
 
     guest = None
     if args.guest_url:
@@ -201,12 +201,12 @@ def _fidelity_report(
         return 2
     provider: Any
     if args.provider == "local":
-        from osworld_gym.providers.local import LocalProviderConfig
+        from osworld_gym.providers.local.provider import LocalProviderConfig
 
         provider = LocalProviderConfig(screen_size=args.screen_size, session=session)
         desktop = f"local desktops, session {session!r}"
     else:
-        from osworld_gym.providers.docker_provider import DockerProviderConfig
+        from osworld_gym.providers.docker.provider import DockerProviderConfig
 
         provider = DockerProviderConfig(
             image=args.image, screen_size=args.screen_size, session=session

@@ -2,7 +2,7 @@
 
 Under a root launcher the guest is started as the desktop's user holding ``CAP_SETUID`` alone,
 in a user namespace of its own where uid 1001 is a host uid of the guest's own
-(``osworld_gym.providers.split_identity``). ``take_split_identity()``, its first act, makes
+(``osworld_gym.providers.local.split_identity``). ``take_split_identity()``, its first act, makes
 that uid its real and saved one and drops the capability: the desktop's programs, whose uids
 are the desktop's, can then neither signal nor trace it, while it reads and writes files as
 the desktop's user (its effective uid).
@@ -18,7 +18,7 @@ import ctypes
 import os
 from pathlib import Path
 
-# The guest's own uid inside its user namespace (as in osworld_gym.providers.split_identity).
+# The guest's own uid inside its user namespace (as in osworld_gym.providers.local.split_identity).
 INSIDE_GUEST_UID = 1001
 
 _CAP_SETUID = 7

@@ -27,11 +27,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from osworld_agents.engines.base import RolloutEngine
-from osworld_agents.engines.openai_http import OpenAIEngine, to_openai_messages
-from osworld_agents.uitars.agent import EVALUATION_SAMPLING, UITARSAgent, UITARSConfig
-
 from osworld_gym.integrations.lease import DesktopLeases, Lease
+from osworld_gym.policies.engine import RolloutEngine
+from osworld_gym.policies.openai_http import OpenAIEngine, to_openai_messages
+from osworld_gym.policies.uitars.agent import EVALUATION_SAMPLING, UITARSAgent, UITARSConfig
 from osworld_gym.pool.config import PoolConfig
 from osworld_gym.pool.policy import PolicyRequest
 from osworld_gym.pool.results import EnvResult

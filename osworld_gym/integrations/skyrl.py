@@ -713,7 +713,7 @@ def skyrl_dataset_rows(
     task_set = _task_set(tasks, settings)
     if prompt == "uitars":
         # Imported here: the agents package is only needed for this prompt, not by the env.
-        from osworld_agents.uitars.prompt import SYSTEM_TEXT, computer_use_prompt
+        from osworld_gym.policies.uitars.prompt import SYSTEM_TEXT, computer_use_prompt
     source = settings.tasks
     data_source = (
         f"osworld/{source}" if isinstance(source, str) and "/" not in source else "osworld"

@@ -83,13 +83,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from osworld_agents.uitars.images import ScreenshotEncoder
-from osworld_agents.uitars.prompt import COMPUTER_USE_TEMPLATE, SYSTEM_TEXT, computer_use_prompt
-
 from osworld_gym.actions import coords
 from osworld_gym.errors import DependencyNotInstalled
 from osworld_gym.integrations.lease import DesktopLeases, Lease, LeaseResetError
 from osworld_gym.integrations.render import screenshot_image
+from osworld_gym.policies.uitars.images import ScreenshotEncoder
+from osworld_gym.policies.uitars.prompt import (
+    COMPUTER_USE_TEMPLATE,
+    SYSTEM_TEXT,
+    computer_use_prompt,
+)
 from osworld_gym.pool.config import PoolConfig
 from osworld_gym.pool.results import EnvResult
 from osworld_gym.tasks import TaskSet, TaskSource, load_tasks

@@ -49,7 +49,7 @@ def make_provider(
     Raises:
         ValueError: unknown name or config type; the message lists what is available.
     """
-    from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
+    from osworld_gym.providers.local.provider import LocalProvider, LocalProviderConfig
 
     if spec is None or spec == "local":
         spec = LocalProviderConfig()
@@ -85,8 +85,8 @@ def _make_vm_provider(
     tasks: Iterable[Task],
 ) -> Provider | None:
     """The ``qemu`` (its session settled) or ``remote`` provider of a name or config; else None."""
-    from osworld_gym.providers.qemu import QemuProvider, QemuProviderConfig
-    from osworld_gym.providers.remote import RemoteProvider, RemoteProviderConfig
+    from osworld_gym.providers.qemu.provider import QemuProvider, QemuProviderConfig
+    from osworld_gym.providers.remote.provider import RemoteProvider, RemoteProviderConfig
 
     if spec == "remote":
         raise ValueError(
@@ -114,8 +114,8 @@ def settle_session(spec: S, tasks: Iterable[Task]) -> S:
     OSWorld's official image or VM, a ready provider) is returned as it is. See
     ``session_for()``.
     """
-    from osworld_gym.providers.local import LocalProviderConfig
-    from osworld_gym.providers.qemu_config import QemuProviderConfig
+    from osworld_gym.providers.local.provider import LocalProviderConfig
+    from osworld_gym.providers.qemu.config import QemuProviderConfig
     from osworld_gym.providers.session_choice import session_for
 
     if isinstance(spec, LocalProviderConfig) and spec.session is None:
@@ -124,7 +124,7 @@ def settle_session(spec: S, tasks: Iterable[Task]) -> S:
     if isinstance(spec, QemuProviderConfig) and spec.session is None and spec.guest_env:
         return dataclasses.replace(spec, session=session_for(tasks, in_image=True))
     try:
-        from osworld_gym.providers.docker_provider import DockerProviderConfig
+        from osworld_gym.providers.docker.provider import DockerProviderConfig
     except ImportError:  # without its optional dependencies there is no docker config either
         return spec
     if isinstance(spec, DockerProviderConfig) and spec.session is None and not spec.official:
@@ -138,7 +138,7 @@ def _make_docker_provider(
     tasks: Iterable[Task],
 ) -> Provider | None:
     """The ``docker`` provider for its name or config (its session settled); None for others."""
-    from osworld_gym.providers.docker_provider import DockerProvider, DockerProviderConfig
+    from osworld_gym.providers.docker.provider import DockerProvider, DockerProviderConfig
 
     if spec == "docker":
         spec = DockerProviderConfig()

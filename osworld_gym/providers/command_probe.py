@@ -1,7 +1,7 @@
 """Which commands a provider's desktops have: the "apps present" half of "runnable here".
 
 - ``local``: the host's commands (the local desktop sees the host's ``/usr`` read-only) plus the
-  desktop wrappers of ``osworld_gym.providers.desktop_bin``, each counted only when what it
+  desktop wrappers of ``osworld_gym.providers.desktop.bin``, each counted only when what it
   wraps is on the host (as the desktop installs them).
 - ``docker``: asked of the image itself (``sh -c 'command -v ...'`` in a throw-away container).
 - a running guest (any provider, ``remote`` included): ``command -v`` through its ``/execute``.
@@ -69,14 +69,14 @@ class LocalCommandProbe:
 
     Args:
         wrappers: Wrapper commands the local desktop has (default: those of
-            ``osworld_gym.providers.desktop_bin.available_wrappers()``, i.e. whose wrapped
+            ``osworld_gym.providers.desktop.bin.available_wrappers()``, i.e. whose wrapped
             program is on this host).
         path: The host ``PATH`` to search (default: this process's, plus the sbin folders).
     """
 
     def __init__(self, wrappers: Collection[str] | None = None, path: str | None = None) -> None:
         if wrappers is None:
-            from osworld_gym.providers.desktop_bin import available_wrappers
+            from osworld_gym.providers.desktop.bin import available_wrappers
 
             wrappers = available_wrappers()
         self.wrappers = frozenset(wrappers)
@@ -121,7 +121,7 @@ class DockerImageProbe:
         return ProbeResult(_parse_probe_output(output, commands), where)
 
     def _run(self, commands: list[str]) -> str:
-        from osworld_gym.providers.docker_client import connect, docker_sdk
+        from osworld_gym.providers.docker.client import connect, docker_sdk
 
         errors = docker_sdk().errors
         client = connect(self.base_url, timeout=120)

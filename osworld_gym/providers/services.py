@@ -7,7 +7,7 @@ OSWorld's VM each desktop has its own network, so these numbers never collide. O
 ``docker`` desktops share the host's network, so each desktop reserves a free loopback port per
 service and tells its processes through ``OSWORLD_GYM_PORT_<number>`` variables; the commands tasks
 run (``google-chrome``, ``socat``, ``vlc``) go through small wrappers in the desktop that translate
-OSWorld's number into the desktop's own (``osworld_gym.providers.desktop_bin``).
+OSWorld's number into the desktop's own (``osworld_gym.providers.desktop.bin``).
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def session_for(tasks: Iterable[Task], *, sandbox: bool = True, in_image: bool =
         return MINIMAL
     if in_image:
         return GNOME
-    from osworld_gym.providers import gnome_session
+    from osworld_gym.providers.desktop import gnome_session
 
     why_not = "it needs the sandbox (sandbox=True)" if not sandbox else gnome_session.available()
     if why_not is None:

@@ -22,7 +22,7 @@ import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
-from osworld_gym.downloads import resolve_local_path
+from osworld_gym.task_setup.downloads import resolve_local_path
 from osworld_gym.tasks.frozen import strings_in
 from osworld_gym.tasks.model import GetterSpec, Task
 

@@ -13,9 +13,10 @@ pytest.importorskip("transformers")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from osworld_agents.engines.chat_encoding import QwenChatEncoder  # noqa: E402
-from osworld_agents.engines.conversation import Conversation, ImagePart, TextPart  # noqa: E402
 from osworld_agents.models import load_policy_model  # noqa: E402
 from test_trainer_support import make_image, tiny_model_dir  # noqa: E402
+
+from osworld_gym.policies.conversation import Conversation, ImagePart, TextPart  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,11 @@ pytest.importorskip("transformers")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from osworld_agents.engines.base import Generation, RolloutEngine, SamplingParams  # noqa: E402
-from osworld_agents.engines.conversation import Conversation, TextPart  # noqa: E402
 from osworld_agents.engines.hf import TransformersEngine, sequence_logprobs  # noqa: E402
 from test_trainer_support import make_image, tiny_model_dir  # noqa: E402
+
+from osworld_gym.policies.conversation import Conversation, TextPart  # noqa: E402
+from osworld_gym.policies.engine import Generation, RolloutEngine, SamplingParams  # noqa: E402
 
 TOLERANCE = 1e-4  # fp32
 

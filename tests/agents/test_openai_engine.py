@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 from osworld_agents.engines import Conversation, ImagePart, RolloutEngine, SamplingParams, TextPart
-from osworld_agents.engines.openai_http import (
+
+from osworld_gym.policies.openai_http import (
     OpenAIConnectionError,
     OpenAIEngine,
     OpenAIEngineError,
@@ -25,7 +26,6 @@ from osworld_agents.engines.openai_http import (
     OpenAITimeoutError,
     to_openai_messages,
 )
-
 from osworld_gym.pool import encode_screenshot
 
 logger = logging.getLogger(__name__)

@@ -28,8 +28,6 @@ pytest.importorskip("transformers")
 
 import torch  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
-from osworld_agents.engines.base import SamplingParams  # noqa: E402
-from osworld_agents.engines.conversation import Conversation, TextPart  # noqa: E402
 from osworld_agents.engines.hf import TransformersEngine  # noqa: E402
 from osworld_agents.models import PolicyModel, load_policy_model  # noqa: E402
 from osworld_agents.trainer import PRESETS, TrainConfig  # noqa: E402
@@ -42,6 +40,9 @@ from osworld_agents.trainer.rollout_engine import (  # noqa: E402
     trainer_weights,
 )
 from test_trainer_support import join_gloo_world, make_image, tiny_model_dir  # noqa: E402
+
+from osworld_gym.policies.conversation import Conversation, TextPart  # noqa: E402
+from osworld_gym.policies.engine import SamplingParams  # noqa: E402
 
 MULTIPROCESSING_ENV = "VLLM_ENABLE_V1_MULTIPROCESSING"
 

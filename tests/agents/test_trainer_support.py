@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
-from osworld_agents.engines.conversation import ImagePart
 from osworld_agents.trainer.config import PRESETS, TrainConfig
 from osworld_agents.trainer.distributed import DistContext, init_distributed
 from PIL import Image
 
 from osworld_gym.actions.spaces import TextActionSpace
+from osworld_gym.policies.conversation import ImagePart
 from osworld_gym.pool import StepRecord, Trajectory, TrajectoryGroup
 from osworld_gym.pool.policy import PolicyRequest
 
@@ -35,7 +35,8 @@ DEMO_TEXT = "Thought: The task is done.\nAction: finished(content='done')"
 def tools(policy: Any) -> tuple[Any, Any]:
     """An agent that renders episodes (no engine) and the policy's chat encoder."""
     from osworld_agents.engines.chat_encoding import QwenChatEncoder
-    from osworld_agents.uitars import UITARSAgent
+
+    from osworld_gym.policies.uitars import UITARSAgent
 
     # A one-line prompt: the full UI-TARS prompt is ~700 tiny-tokenizer tokens of context.
     agent = UITARSAgent(

@@ -13,7 +13,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 from osworld_agents.engines import Conversation, Generation, ImagePart, SamplingParams
-from osworld_agents.uitars import (
+from PIL import Image
+
+from osworld_gym import parse_action
+from osworld_gym.env_config import EnvConfig
+from osworld_gym.policies.uitars import (
     EVALUATION_SAMPLING,
     SYSTEM_TEXT,
     TRAINING_SAMPLING,
@@ -21,12 +25,8 @@ from osworld_agents.uitars import (
     UITARSConfig,
     computer_use_prompt,
 )
-from osworld_agents.uitars.images import ScreenshotEncoder
-from osworld_agents.uitars.prompt import BOX_END, BOX_START
-from PIL import Image
-
-from osworld_gym import parse_action
-from osworld_gym.env_config import EnvConfig
+from osworld_gym.policies.uitars.images import ScreenshotEncoder
+from osworld_gym.policies.uitars.prompt import BOX_END, BOX_START
 from osworld_gym.pool import PolicyOutput, PolicyRequest, StepRecord, Trajectory
 from osworld_gym.pool import encode_screenshot as encode
 from osworld_gym.pool.policy import call_policy

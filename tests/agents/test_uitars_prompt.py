@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from osworld_agents.uitars.prompt import (
+
+from osworld_gym import parse_action
+from osworld_gym.policies.uitars.prompt import (
     BOX_END,
     BOX_START,
     COMPUTER_USE_TEMPLATE,
@@ -13,8 +15,6 @@ from osworld_agents.uitars.prompt import (
     add_box_tokens,
     computer_use_prompt,
 )
-
-from osworld_gym import parse_action
 
 
 def test_sections_in_order_with_instruction_last():

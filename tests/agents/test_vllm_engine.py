@@ -19,9 +19,7 @@ pytest.importorskip("transformers")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from osworld_agents.engines.base import RolloutEngine, SamplingParams  # noqa: E402
 from osworld_agents.engines.chat_encoding import QwenChatEncoder  # noqa: E402
-from osworld_agents.engines.conversation import Conversation, TextPart  # noqa: E402
 from osworld_agents.engines.vllm_engine import (  # noqa: E402
     VLLM_INSTALL_HINT,
     VLLMEngine,
@@ -43,6 +41,8 @@ from test_trainer_support import make_image, tiny_model_dir  # noqa: E402
 from transformers import AutoImageProcessor, AutoTokenizer  # noqa: E402
 
 from osworld_gym.errors import DependencyNotInstalled  # noqa: E402
+from osworld_gym.policies.conversation import Conversation, TextPart  # noqa: E402
+from osworld_gym.policies.engine import RolloutEngine, SamplingParams  # noqa: E402
 
 MULTIPROCESSING_ENV = "VLLM_ENABLE_V1_MULTIPROCESSING"
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import osworld_gym, wait_for
 
 from osworld_gym.guest.client import GuestClient
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.local.provider import LocalDesktop
 
 
 @pytest.mark.desktop

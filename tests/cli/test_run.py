@@ -17,7 +17,7 @@ import pytest
 from conftest import OracleRun, count_result_files, osworld_gym, start_osworld_gym, wait_for
 
 from osworld_gym import load_tasks
-from osworld_gym.providers import gnome_session
+from osworld_gym.providers.desktop import gnome_session
 
 pytestmark = [pytest.mark.desktop]
 SUITE = load_tasks("desktop-basics")

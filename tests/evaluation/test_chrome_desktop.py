@@ -18,11 +18,11 @@ import pytest
 from desktop_helpers import launch_desktop, wait_until
 from http_helpers import loopback_server, port_of
 
-from osworld_gym import cdp
-from osworld_gym.downloads import AssetCache
 from osworld_gym.evaluation.getters import GETTERS, EvalContext
 from osworld_gym.evaluation.metrics import get_metric
-from osworld_gym.task_setup import SetupContext, SetupInterpreter
+from osworld_gym.task_setup import cdp
+from osworld_gym.task_setup.downloads import AssetCache
+from osworld_gym.task_setup.interpreter import SetupContext, SetupInterpreter
 
 pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium")

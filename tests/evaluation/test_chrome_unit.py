@@ -15,16 +15,17 @@ from typing import Any
 
 import pytest
 
-from osworld_gym import cdp, chrome_setup
-from osworld_gym.downloads import AssetCache
 from osworld_gym.errors import GuestHTTPError, TaskSetupError
 from osworld_gym.evaluation.getters import GETTERS, EvalContext
-from osworld_gym.evaluation.getters_browser import appearance_from_settings
-from osworld_gym.evaluation.getters_chrome import color_scheme_from_preferences
+from osworld_gym.evaluation.getters.browser import appearance_from_settings
+from osworld_gym.evaluation.getters.chrome import color_scheme_from_preferences
 from osworld_gym.evaluation.metrics import chrome as chrome_metrics
 from osworld_gym.evaluation.metrics import get_metric
 from osworld_gym.evaluation.metrics._urls import accessibility_tree_url, compare_urls, omnibox_text
-from osworld_gym.task_setup import NEEDS, SUPPORTED_STEP_TYPES
+from osworld_gym.task_setup import cdp
+from osworld_gym.task_setup import chrome as chrome_setup
+from osworld_gym.task_setup.downloads import AssetCache
+from osworld_gym.task_setup.interpreter import NEEDS, SUPPORTED_STEP_TYPES
 
 PREFS = "~/.config/google-chrome/Default/Preferences"
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from osworld_gym.downloads import AssetCache
 from osworld_gym.errors import DependencyNotInstalled
 from osworld_gym.evaluation.evaluator import Evaluator
 from osworld_gym.evaluation.getters import EvalContext
@@ -29,6 +28,7 @@ from osworld_gym.evaluation.metrics import (
     metrics_for,
 )
 from osworld_gym.evaluation.metrics.registry import FIXED_BY_2026_04
+from osworld_gym.task_setup.downloads import AssetCache
 from osworld_gym.tasks.model import Task
 
 INSTALL = r"pip install 'osworld-gym\[eval\]'"

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from osworld_gym.downloads import AssetCache, AssetUnavailableError
 from osworld_gym.errors import EvaluatorError, GuestAuthError, GuestHTTPError
-from osworld_gym.evaluation import getters as getters_module
 from osworld_gym.evaluation.getters import GETTERS, EvalContext
+from osworld_gym.evaluation.getters import base as getters_module
 from osworld_gym.guest.client import CommandResult
+from osworld_gym.task_setup.downloads import AssetCache, AssetUnavailableError
 
 
 class StandInClient:

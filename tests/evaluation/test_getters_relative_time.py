@@ -17,7 +17,6 @@ from zoneinfo import ZoneInfo
 import osworld_ref
 import pytest
 
-from osworld_gym.downloads import AssetCache
 from osworld_gym.errors import (
     EvaluatorError,
     GuestAuthError,
@@ -27,7 +26,7 @@ from osworld_gym.errors import (
     GuestUnreachableError,
 )
 from osworld_gym.evaluation.getters import GETTERS, EvalContext
-from osworld_gym.evaluation.getters_time import (
+from osworld_gym.evaluation.getters.relative_time import (
     format_time,
     get_rule_relativeTime,
     get_rule_relativeTime_1_0_2,
@@ -36,6 +35,7 @@ from osworld_gym.evaluation.getters_time import (
 )
 from osworld_gym.evaluation.metrics import get_metric
 from osworld_gym.guest.client import CommandResult
+from osworld_gym.task_setup.downloads import AssetCache
 
 ALL = "{DoW}|{Month}|{DayD}|{Year}|{Month0D}|{month}|{MonthFull}|{Day0D}|{MonthD}"
 ISO = "{Year}-{Month0D}-{Day0D} {DoW}"

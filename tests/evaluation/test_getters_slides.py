@@ -18,9 +18,9 @@ import osworld_ref
 import pytest
 from osworld_data import OSWORLD_TASKS, needs_osworld_tasks
 
-from osworld_gym.downloads import AssetCache
 from osworld_gym.errors import EvaluatorError, GuestHTTPError
 from osworld_gym.evaluation.getters import GETTERS, EvalContext
+from osworld_gym.task_setup.downloads import AssetCache
 
 pptx = pytest.importorskip("pptx")
 

@@ -13,7 +13,7 @@ from osworld_ref import load
 from osworld_gym.evaluation.metrics import python_tests
 from osworld_gym.evaluation.metrics.python_tests import check_python_file_by_test_suite
 from osworld_gym.evaluation.metrics.registry import get_metric
-from osworld_gym.providers import sandbox
+from osworld_gym.providers.local import sandbox
 
 # An OSWorld-style game: the agent fixes `grow`, the task's suite imports the module and checks.
 GAME_FIXED = "import pygame\n\ndef grow(length):\n    return length + 1\n"

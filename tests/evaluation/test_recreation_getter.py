@@ -35,13 +35,13 @@ from desktop_helpers import wait_until
 from http_helpers import loopback_server, port_of
 from osworld_data import OSWORLD_TASKS
 
-from osworld_gym.downloads import AssetCache
-from osworld_gym.evaluation import getters_html
 from osworld_gym.evaluation.getters import GETTERS, EvalContext, getters_for
-from osworld_gym.evaluation.getters_html import (
+from osworld_gym.evaluation.getters import html as getters_html
+from osworld_gym.evaluation.getters.html import (
     get_gotoRecreationPage_and_get_html_content,
 )
 from osworld_gym.evaluation.metrics import get_metric
+from osworld_gym.task_setup.downloads import AssetCache
 
 pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(

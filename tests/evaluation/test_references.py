@@ -29,7 +29,7 @@ from osworld_gym.evaluation.references import (
     OSWORLD_2026_04,
     REFERENCES,
 )
-from osworld_gym.support import format_report, task_support
+from osworld_gym.task_setup.support import format_report, task_support
 from osworld_gym.tasks import Task, load_tasks
 
 

@@ -16,7 +16,7 @@ from osworld_gym.errors import (
     UnsupportedByGuestError,
 )
 from osworld_gym.guest.client import ClientConfig, GuestClient
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.local.provider import LocalDesktop
 
 
 def _free_port() -> int:

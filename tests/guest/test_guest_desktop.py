@@ -16,7 +16,7 @@ from PIL import Image
 from osworld_gym.errors import GuestAuthError, GuestHTTPError
 from osworld_gym.guest import protocol
 from osworld_gym.guest.client import GuestClient
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.local.provider import LocalDesktop
 
 pytestmark = pytest.mark.desktop
 

@@ -67,7 +67,7 @@ from PIL import Image
 from urllib3 import encode_multipart_formdata
 
 from osworld_gym.guest.server import build_routes
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.local.provider import LocalDesktop
 
 pytestmark = pytest.mark.desktop
 

@@ -15,7 +15,7 @@ from Xlib.protocol import rq
 from osworld_gym.env_config import EnvConfig
 from osworld_gym.guest.client import GuestClient, Screenshot
 from osworld_gym.guest.settle import _startup_field
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.local.provider import LocalDesktop
 
 pytestmark = pytest.mark.desktop
 

@@ -11,7 +11,7 @@ import time
 import pytest
 from desktop_helpers import launch_desktop
 
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.local.provider import LocalDesktop
 
 pytestmark = [pytest.mark.desktop, pytest.mark.apps]
 

@@ -18,7 +18,7 @@ import requests
 from desktop_helpers import SMALL_SCREEN, launch_desktop, wait_until
 from PIL import Image
 
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.local.provider import LocalDesktop
 
 pytestmark = pytest.mark.desktop
 JSON = {"Content-Type": "application/json"}

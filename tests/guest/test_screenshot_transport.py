@@ -19,7 +19,7 @@ from desktop_helpers import SMALL_SCREEN, launch_desktop, wait_until
 
 from osworld_gym.guest.capture import SEGMENT_PREFIX
 from osworld_gym.guest.client import GuestClient
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.local.provider import LocalDesktop
 
 pytestmark = pytest.mark.desktop
 

@@ -16,7 +16,7 @@ from Xlib.ext import xtest
 
 from osworld_gym.guest.client import GuestClient, Screenshot
 from osworld_gym.guest.settle import SIGNAL_LATE_WATCH, SIGNAL_UNPAINTED, UNPAINTED_GRACE
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.local.provider import LocalDesktop
 
 pytestmark = pytest.mark.desktop
 

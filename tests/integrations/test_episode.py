@@ -17,14 +17,19 @@ from typing import Any
 
 import pool_desktops
 import pytest
-from osworld_agents.oracles.ui_basics import SCREEN_SIZE, SUITE, distractor_answer, oracle_responses
-from osworld_agents.uitars import UITARSAgent
 
 from osworld_gym import load_tasks
 from osworld_gym.integrations import DesktopLeases
 from osworld_gym.integrations.episode import osworld_episode
+from osworld_gym.policies.oracles.ui_basics import (
+    SCREEN_SIZE,
+    SUITE,
+    distractor_answer,
+    oracle_responses,
+)
+from osworld_gym.policies.uitars import UITARSAgent
 from osworld_gym.pool import PoolConfig
-from osworld_gym.providers.local import LocalProviderConfig
+from osworld_gym.providers.local.provider import LocalProviderConfig
 
 pytestmark = [pytest.mark.desktop, pytest.mark.trainers]
 TASKS = load_tasks(SUITE)

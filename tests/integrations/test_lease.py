@@ -16,15 +16,20 @@ from pathlib import Path
 
 import pool_desktops
 import pytest
-from osworld_agents.oracles.ui_basics import SCREEN_SIZE, SUITE, distractor_answer, oracle_responses
 from pool_fakes import FakeFactory
 
 from osworld_gym import load_tasks
 from osworld_gym.errors import ResetNeededError
 from osworld_gym.integrations import DesktopLeases, LeaseError, LeaseResetError
 from osworld_gym.integrations.lease import close_shared_leases
+from osworld_gym.policies.oracles.ui_basics import (
+    SCREEN_SIZE,
+    SUITE,
+    distractor_answer,
+    oracle_responses,
+)
 from osworld_gym.pool import EnvSpec, EnvState, PoolConfig
-from osworld_gym.providers.local import LocalProviderConfig
+from osworld_gym.providers.local.provider import LocalProviderConfig
 
 
 def _desk(factory: FakeFactory, size: int, **config: object) -> DesktopLeases:

@@ -256,7 +256,7 @@ def _healthy(url: str) -> bool:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """``osworld-gym serve-env`` with 2 local ui-basics desktops on a free loopback port."""
-    from osworld_agents.oracles.ui_basics import SUITE
+    from osworld_gym.policies.oracles.ui_basics import SUITE
 
     folder = tmp_path_factory.mktemp("serve-env")
     port_file, log = folder / "port", folder / "server.log"
@@ -290,9 +290,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 def _answers(task_id: str, correct: bool) -> list[str]:
-    from osworld_agents.oracles.ui_basics import distractor_answer, oracle_responses
-
     from osworld_gym import load_tasks
+    from osworld_gym.policies.oracles.ui_basics import distractor_answer, oracle_responses
 
     if correct:
         return oracle_responses(task_id)
@@ -331,7 +330,7 @@ def test_two_sessions_at_once_score_their_own_answers(server: Server) -> None:
 @pytest.mark.desktop
 @pytest.mark.trainers
 def test_tool_calls_bad_input_and_a_third_session(server: Server) -> None:
-    from osworld_agents.oracles.ui_basics import task_layout
+    from osworld_gym.policies.oracles.ui_basics import task_layout
 
     x, y = task_layout("click-label-02").centre()
     with OSWorldEnvClient(base_url=server.url).sync() as env:

@@ -29,21 +29,21 @@ from typing import Any
 import pool_desktops
 import pytest
 import side_venv
-from osworld_agents.oracles.ui_basics import (
-    DONE_RESPONSE,
-    SCREEN_SIZE,
-    SUITE,
-    distractor_answer,
-    oracle_responses,
-)
 from PIL import Image
 from pool_fakes import FakeFactory
 from wheel_helpers import find_python
 
 from osworld_gym.integrations import DesktopLeases, LeaseError, LeaseResetError
 from osworld_gym.integrations.lease import close_shared_leases
+from osworld_gym.policies.oracles.ui_basics import (
+    DONE_RESPONSE,
+    SCREEN_SIZE,
+    SUITE,
+    distractor_answer,
+    oracle_responses,
+)
 from osworld_gym.pool import PoolConfig
-from osworld_gym.providers.local import LocalProviderConfig
+from osworld_gym.providers.local.provider import LocalProviderConfig
 
 skyrl_gym = pytest.importorskip("skyrl_gym", reason="pip install 'osworld-gym[skyrl]'")
 from skyrl_gym.envs.base_text_env import BaseTextEnv  # noqa: E402

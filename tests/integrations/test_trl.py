@@ -25,12 +25,6 @@ import pytest
 
 pytest.importorskip("trl")
 
-from osworld_agents.oracles.ui_basics import (  # noqa: E402
-    SCREEN_SIZE,
-    SUITE,
-    distractor_answer,
-    task_layout,
-)
 from PIL import Image  # noqa: E402
 from transformers.utils import get_json_schema  # noqa: E402
 
@@ -44,7 +38,13 @@ from osworld_gym.integrations.trl import (  # noqa: E402
     make_trl_dataset,
     osworld_environment,
 )
-from osworld_gym.providers.local import LocalProviderConfig  # noqa: E402
+from osworld_gym.policies.oracles.ui_basics import (  # noqa: E402
+    SCREEN_SIZE,
+    SUITE,
+    distractor_answer,
+    task_layout,
+)
+from osworld_gym.providers.local.provider import LocalProviderConfig  # noqa: E402
 
 pytestmark = pytest.mark.trainers
 

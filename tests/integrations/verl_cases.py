@@ -33,13 +33,6 @@ from hydra.errors import InstantiationException
 from omegaconf import OmegaConf
 from osworld_agents.models import build_tiny_qwen
 from osworld_agents.models.processor import ImageOnlyQwenProcessor
-from osworld_agents.oracles.ui_basics import (
-    SCREEN_SIZE,
-    SUITE,
-    distractor_answer,
-    oracle_responses,
-    task_layout,
-)
 from verl.experimental.agent_loop.agent_loop import (
     AgentLoopWorker,
     DictConfigWrap,
@@ -54,6 +47,13 @@ from osworld_gym.integrations.verl import (
     AGENT_NAME,
     OSWorldAgentLoop,
     make_verl_dataset,
+)
+from osworld_gym.policies.oracles.ui_basics import (
+    SCREEN_SIZE,
+    SUITE,
+    distractor_answer,
+    oracle_responses,
+    task_layout,
 )
 
 REPO = Path(__file__).resolve().parents[2]

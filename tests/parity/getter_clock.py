@@ -8,8 +8,8 @@ import time
 from datetime import datetime, tzinfo
 from typing import Any
 
-from osworld_gym.evaluation import getters as getters_module
-from osworld_gym.evaluation import getters_time
+from osworld_gym.evaluation.getters import base as getters_module
+from osworld_gym.evaluation.getters import relative_time as getters_time
 
 
 class Clock:

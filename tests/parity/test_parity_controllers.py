@@ -21,7 +21,7 @@ import pytest
 from desktop_helpers import launch_desktop, wait_until
 from PIL import Image
 
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.local.provider import LocalDesktop
 
 pytestmark = [pytest.mark.parity, pytest.mark.desktop]
 

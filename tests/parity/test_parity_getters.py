@@ -33,10 +33,10 @@ from http_helpers import Served, file_server
 from osworld_data import needs_osworld_tasks, task_files
 from parity_harness import disagreement
 
-from osworld_gym.downloads import AssetCache
 from osworld_gym.evaluation.getters import EvalContext, getters_for
 from osworld_gym.evaluation.references import OSWORLD_1_0_2
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.local.provider import LocalDesktop
+from osworld_gym.task_setup.downloads import AssetCache
 
 pytestmark = [pytest.mark.parity, pytest.mark.desktop]
 

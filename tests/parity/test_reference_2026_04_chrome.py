@@ -53,12 +53,11 @@ import pytest
 from osworld_data import OSWORLD_TASKS, needs_osworld_tasks
 from parity_harness import real_checks, real_rules
 
-from osworld_gym import cdp
-from osworld_gym.downloads import AssetCache
 from osworld_gym.errors import GuestHTTPError
-from osworld_gym.evaluation import getters_browser, getters_chrome
 from osworld_gym.evaluation.getters import EvalContext, getters_for
-from osworld_gym.evaluation.getters_browser import (
+from osworld_gym.evaluation.getters import browser as getters_browser
+from osworld_gym.evaluation.getters import chrome as getters_chrome
+from osworld_gym.evaluation.getters.browser import (
     appearance_from_settings,
     get_active_tab_info,
     get_active_tab_info_1_0_2,
@@ -68,7 +67,7 @@ from osworld_gym.evaluation.getters_browser import (
     get_page_info,
     get_page_info_1_0_2,
 )
-from osworld_gym.evaluation.getters_chrome import (
+from osworld_gym.evaluation.getters.chrome import (
     color_scheme_from_preferences,
     get_chrome_color_scheme,
 )
@@ -77,6 +76,8 @@ from osworld_gym.evaluation.metrics._urls import accessibility_tree_url
 from osworld_gym.evaluation.metrics.registry import metrics_for
 from osworld_gym.evaluation.references import OSWORLD_1_0_2, OSWORLD_2026_04
 from osworld_gym.guest.client import CommandResult
+from osworld_gym.task_setup import cdp
+from osworld_gym.task_setup.downloads import AssetCache
 
 pytestmark = pytest.mark.parity
 

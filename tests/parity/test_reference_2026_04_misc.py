@@ -35,15 +35,18 @@ from osworld_data import needs_osworld_tasks
 from parity_harness import OSWorld, assert_same_score, real_checks, real_rules
 
 from osworld_gym.actions import parse_action
-from osworld_gym.downloads import AssetCache
 from osworld_gym.episode import terminal_kind
 from osworld_gym.errors import EvaluatorError, GuestHTTPError, GuestUnreachableError
 from osworld_gym.evaluation.getters import EvalContext, getters_for
-from osworld_gym.evaluation.getters_time import get_rule_relativeTime, get_rule_relativeTime_1_0_2
+from osworld_gym.evaluation.getters.relative_time import (
+    get_rule_relativeTime,
+    get_rule_relativeTime_1_0_2,
+)
 from osworld_gym.evaluation.metrics import app_config, gimp
 from osworld_gym.evaluation.metrics.registry import METRICS, metrics_for
 from osworld_gym.evaluation.references import OSWORLD_1_0_2, OSWORLD_2026_04
 from osworld_gym.guest.client import CommandResult
+from osworld_gym.task_setup.downloads import AssetCache
 
 pytestmark = pytest.mark.parity
 

@@ -32,15 +32,15 @@ from typing import Any
 import pytest
 from parity_harness import ABSENT, FileContent, make_file, real_checks
 
-from osworld_gym.downloads import AssetCache
 from osworld_gym.errors import GuestAuthError, GuestHTTPError
-from osworld_gym.evaluation import getters_vscode
 from osworld_gym.evaluation.getters import EvalContext
+from osworld_gym.evaluation.getters import vscode as getters_vscode
 from osworld_gym.evaluation.metrics import vscode
 from osworld_gym.evaluation.metrics.python_tests import check_python_file_by_test_suite
 from osworld_gym.evaluation.metrics.registry import metrics_for
 from osworld_gym.evaluation.references import OSWORLD_1_0_2, OSWORLD_2026_04
 from osworld_gym.guest.client import CommandResult
+from osworld_gym.task_setup.downloads import AssetCache
 
 pytestmark = pytest.mark.parity
 

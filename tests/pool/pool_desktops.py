@@ -12,7 +12,7 @@ import psutil
 from osworld_gym.actions import Done, Fail, TypeText, Wait
 from osworld_gym.pool import EnvSpec
 from osworld_gym.pool.policy import PolicyRequest
-from osworld_gym.providers.local import LocalProviderConfig
+from osworld_gym.providers.local.provider import LocalProviderConfig
 
 SCREEN = (800, 600)
 

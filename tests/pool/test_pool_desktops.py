@@ -166,7 +166,7 @@ def test_fault_injection_every_episode_accounted_for(tmp_path: Path, num_envs: i
 
 
 def test_failing_launch_is_retired_and_close_leaves_nothing(tmp_path: Path) -> None:
-    from osworld_gym.providers.local import LocalProviderConfig
+    from osworld_gym.providers.local.provider import LocalProviderConfig
 
     broken = spec(
         tmp_path,

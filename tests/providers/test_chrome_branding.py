@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pak_files import make_pak, read_pak
 
-from osworld_gym.providers.chrome_branding import PakFormatError, rebrand_pak
+from osworld_gym.providers.desktop.chrome_branding import PakFormatError, rebrand_pak
 
 HOST_PACK = Path("/usr/lib/chromium/locales/en-US.pak")
 

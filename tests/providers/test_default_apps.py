@@ -8,8 +8,8 @@ import pytest
 from desktop_helpers import launch_desktop, wait_until
 from pdf_files import text_pdf_bytes
 
-from osworld_gym.providers import gnome_session
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.desktop import gnome_session
+from osworld_gym.providers.local.provider import LocalDesktop
 
 pytestmark = [
     pytest.mark.desktop,

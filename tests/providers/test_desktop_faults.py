@@ -18,8 +18,8 @@ import pytest
 from desktop_helpers import launch_desktop, wait_until
 
 from osworld_gym.errors import DesktopDiedError
-from osworld_gym.providers import local
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.local import provider as local
+from osworld_gym.providers.local.provider import LocalDesktop
 
 pytestmark = pytest.mark.desktop
 

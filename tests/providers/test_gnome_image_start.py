@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from desktop_helpers import bare_display
 
-from osworld_gym.providers import gnome_image, gnome_session
+from osworld_gym.providers.desktop import gnome_image, gnome_session
 
 pytestmark = pytest.mark.skipif(
     gnome_session.available() is not None, reason=f"{gnome_session.available()}"
@@ -73,7 +73,7 @@ class _Shell:
 def _root_properties(display: str) -> dict[str, object]:
     from Xlib import display as xdisplay
 
-    from osworld_gym.providers import window_manager
+    from osworld_gym.providers.desktop import window_manager
 
     conn = xdisplay.Display(display)
     try:

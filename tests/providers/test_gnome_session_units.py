@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from osworld_gym.providers import gnome_session
-from osworld_gym.providers.local_folders import empty_tree
+from osworld_gym.providers.desktop import gnome_session
+from osworld_gym.providers.local.folders import empty_tree
 
 TOP_BAR_RESERVED = (70, 27, 1210, 693)
 needs_gnome = pytest.mark.skipif(

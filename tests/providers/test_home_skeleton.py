@@ -7,7 +7,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from osworld_gym.providers.home_skeleton import write_default_home
+from osworld_gym.providers.desktop.home_skeleton import write_default_home
 
 OOR = "{http://openoffice.org/2001/registry}"
 LIBREOFFICE_SCHEMA = Path("/usr/lib/libreoffice/share/registry/main.xcd")

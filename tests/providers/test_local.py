@@ -18,7 +18,7 @@ from desktop_helpers import SMALL_SCREEN, launch_desktop, wait_until
 
 from osworld_gym.errors import DesktopDiedError, GuestError, ProviderError
 from osworld_gym.providers import make_provider, processes
-from osworld_gym.providers.local import LocalDesktop, LocalProvider, LocalProviderConfig
+from osworld_gym.providers.local.provider import LocalDesktop, LocalProvider, LocalProviderConfig
 
 pytestmark = pytest.mark.desktop
 
@@ -165,7 +165,7 @@ def test_garbage_collected_desktop_stops_its_processes() -> None:
 def test_killed_parent_leaves_no_process_behind(tmp_path) -> None:
     script = textwrap.dedent("""
         import json, sys, time
-        from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
+        from osworld_gym.providers.local.provider import LocalProvider, LocalProviderConfig
         desktop = LocalProvider(LocalProviderConfig(screen_size=(640, 480))).launch()
         desktop.client.launch(["xterm"])
         print(json.dumps({"marker": desktop.marker, "root": str(desktop.root)}), flush=True)
@@ -190,7 +190,7 @@ def test_killed_parent_leaves_no_process_behind(tmp_path) -> None:
 def test_interpreter_exit_without_close_leaves_no_process() -> None:
     script = textwrap.dedent("""
         import json
-        from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
+        from osworld_gym.providers.local.provider import LocalProvider, LocalProviderConfig
         desktop = LocalProvider(LocalProviderConfig(screen_size=(640, 480))).launch()
         desktop.client.launch(["xterm"])
         print(json.dumps({"marker": desktop.marker, "root": str(desktop.root)}), flush=True)

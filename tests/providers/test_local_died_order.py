@@ -14,9 +14,9 @@ from types import SimpleNamespace
 import pytest
 
 from osworld_gym.errors import DesktopDiedError
-from osworld_gym.providers.desktop_limits import DesktopCgroups
-from osworld_gym.providers.local import LocalDesktop
-from osworld_gym.providers.local_components import ComponentTable
+from osworld_gym.providers.local.components import ComponentTable
+from osworld_gym.providers.local.limits import DesktopCgroups
+from osworld_gym.providers.local.provider import LocalDesktop
 
 
 class _Handle:

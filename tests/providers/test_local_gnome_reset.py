@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from desktop_helpers import launch_desktop, wait_until
 
-from osworld_gym.providers import gnome_session
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.desktop import gnome_session
+from osworld_gym.providers.local.provider import LocalDesktop
 
 pytestmark = [
     pytest.mark.desktop,

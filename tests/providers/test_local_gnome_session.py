@@ -15,8 +15,8 @@ import pytest
 from desktop_helpers import launch_desktop, wait_until
 
 from osworld_gym.errors import ProviderError
-from osworld_gym.providers import gnome_session
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.desktop import gnome_session
+from osworld_gym.providers.local.provider import LocalDesktop
 
 pytestmark = [
     pytest.mark.desktop,
@@ -210,7 +210,7 @@ def test_a_failed_reset_before_the_first_episode_starts_the_desktop_again(
         raise ProviderError("planted")
 
     monkeypatch.setattr(LocalDesktop, "_as_after_a_reset", fails)
-    with caplog.at_level(logging.WARNING, logger="osworld_gym.providers.local"):
+    with caplog.at_level(logging.WARNING, logger="osworld_gym.providers.local.provider"):
         desktop = launch_desktop(session="gnome")
     with desktop:
         assert len(tries) == 1

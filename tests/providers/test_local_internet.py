@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from osworld_gym.providers import outbound
+from osworld_gym.providers.local import outbound
 
 pytestmark = [
     pytest.mark.desktop,

@@ -20,8 +20,9 @@ import pytest
 from desktop_helpers import launch_desktop
 
 from osworld_gym.errors import DesktopDiedError
-from osworld_gym.providers import processes, sandbox
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers import processes
+from osworld_gym.providers.local import sandbox
+from osworld_gym.providers.local.provider import LocalDesktop
 
 pytestmark = pytest.mark.desktop
 
@@ -250,7 +251,7 @@ def test_a_task_that_needs_the_live_web_is_flagged_on_a_private_network() -> Non
     from desktop_helpers import SMALL_SCREEN
 
     from osworld_gym.env import OSWorldEnv
-    from osworld_gym.providers.local import LocalProviderConfig
+    from osworld_gym.providers.local.provider import LocalProviderConfig
 
     task = {
         "id": "needs-the-web",

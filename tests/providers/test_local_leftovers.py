@@ -25,13 +25,13 @@ import pytest
 from desktop_helpers import launch_desktop, wait_until
 
 from osworld_gym.providers import processes
-from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
+from osworld_gym.providers.local.provider import LocalProvider, LocalProviderConfig
 
 SCREEN = (640, 480)
 DRIVER = textwrap.dedent("""
     import json, sys, time
     from osworld_gym.env import OSWorldEnv
-    from osworld_gym.providers.local import LocalProviderConfig
+    from osworld_gym.providers.local.provider import LocalProviderConfig
 
     screen = (int(sys.argv[1]), int(sys.argv[2]))
     still = {"id": "still", "instruction": "x", "config": [], "evaluator": {"func": "infeasible"}}

@@ -12,8 +12,8 @@ import pytest
 from desktop_helpers import launch_desktop, wait_until
 
 from osworld_gym.errors import DesktopLimitError
-from osworld_gym.providers.desktop_limits import GIB, DesktopLimits
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.local.limits import GIB, DesktopLimits
+from osworld_gym.providers.local.provider import LocalDesktop
 
 pytestmark = [
     pytest.mark.desktop,

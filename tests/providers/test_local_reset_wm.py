@@ -16,7 +16,7 @@ from Xlib import X, display
 
 from osworld_gym.guest.capture import SEGMENT_PREFIX
 from osworld_gym.providers import processes
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.local.provider import LocalDesktop
 
 pytestmark = pytest.mark.desktop
 

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from desktop_helpers import launch_desktop, wait_until
 
-from osworld_gym.providers import processes, sandbox
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers import processes
+from osworld_gym.providers.local import sandbox
+from osworld_gym.providers.local.provider import LocalDesktop
 
 pytestmark = pytest.mark.desktop
 

@@ -15,10 +15,11 @@ from desktop_helpers import wait_until
 from pak_files import make_pak, read_pak
 
 from osworld_gym.guest import identity as guest_identity
-from osworld_gym.providers import desktop_bin, sandbox, split_identity
-from osworld_gym.providers.desktop_bin import CHROME_LINK, available_wrappers, install_wrappers
-from osworld_gym.providers.desktop_environment import passed_through, search_path
-from osworld_gym.providers.desktop_identity import DEDICATED_UID_BASE, HostIdentity
+from osworld_gym.providers.desktop import bin as desktop_bin
+from osworld_gym.providers.desktop.bin import CHROME_LINK, available_wrappers, install_wrappers
+from osworld_gym.providers.local import sandbox, split_identity
+from osworld_gym.providers.local.environment import passed_through, search_path
+from osworld_gym.providers.local.identity import DEDICATED_UID_BASE, HostIdentity
 
 
 def _folders(root: Path) -> sandbox.SandboxFolders:
@@ -94,7 +95,7 @@ def test_a_root_launchers_guest_gets_a_split_identity(tmp_path: Path) -> None:
     )
     program = joined[joined.index("--") + 1 :]
     assert program[:2] == ["/venv/bin/python", "-I"]
-    assert program[2].endswith("osworld_gym/providers/split_identity.py")
+    assert program[2].endswith("osworld_gym/providers/local/split_identity.py")
     assert program[3:6] == [f"--desktop={identity.uid}:{identity.gid}", f"--guest={1 << 30}", "--"]
     assert program[6:] == guest and "setpriv" not in program
     # The guest's own uid inside is the one the guest takes (two modules, one number).
@@ -327,7 +328,7 @@ def test_hidden_paths_keeps_the_outermost_existing_ones_under_private_folders() 
 
 
 def test_a_lost_race_with_a_host_mount_is_told_from_other_deaths() -> None:
-    from osworld_gym.providers.local import _lost_mount_race
+    from osworld_gym.providers.local.provider import _lost_mount_race
 
     race = (
         "desktop component 'sandbox' is not running (exit status 1): bwrap: Can't bind mount "

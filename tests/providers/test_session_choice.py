@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from osworld_gym.commands.run import provider_from_args
-from osworld_gym.providers import gnome_session, make_provider, session_choice, settle_session
-from osworld_gym.providers.local import LocalProvider, LocalProviderConfig
+from osworld_gym.providers import make_provider, session_choice, settle_session
+from osworld_gym.providers.desktop import gnome_session
+from osworld_gym.providers.local.provider import LocalProvider, LocalProviderConfig
 from osworld_gym.providers.session_choice import session_for, wants_gnome
 from osworld_gym.tasks import load_tasks
 
@@ -82,8 +83,8 @@ def test_make_provider_settles_an_open_session_and_keeps_a_chosen_one(
     ready = LocalProvider(LocalProviderConfig(reap_leftovers=False))
     assert make_provider(ready, tasks=tasks) is ready and ready.config.session is None
     # A qemu VM of our image: its config is settled as it becomes a provider.
-    from osworld_gym.providers.qemu import QemuProvider
-    from osworld_gym.providers.qemu_config import QemuProviderConfig
+    from osworld_gym.providers.qemu.config import QemuProviderConfig
+    from osworld_gym.providers.qemu.provider import QemuProvider
 
     vm = make_provider(QemuProviderConfig(image="/nonexistent.qcow2"), tasks=tasks)
     assert isinstance(vm, QemuProvider) and vm.config.session == "gnome"
@@ -122,7 +123,7 @@ def test_the_cli_records_the_session_it_settled(
 def test_docker_desktops_get_the_session_their_tasks_need_whatever_this_host_has(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from osworld_gym.providers.docker_provider import DockerProviderConfig
+    from osworld_gym.providers.docker.provider import DockerProviderConfig
 
     # GNOME is in the image: this host lacking it (or its sandbox) does not matter.
     monkeypatch.setattr(gnome_session, "available", lambda: "missing gnome-shell")
@@ -141,7 +142,7 @@ def test_docker_desktops_get_the_session_their_tasks_need_whatever_this_host_has
     assert settle_session(official, tasks).session is None  # OSWorld's own GNOME VM
     assert settle_session("docker", tasks) == "docker"  # a name: settled once it is a config
     # The qemu recipe's VM as a container; OSWorld's Ubuntu.qcow2 is its own GNOME desktop.
-    from osworld_gym.providers.qemu_config import QemuProviderConfig
+    from osworld_gym.providers.qemu.config import QemuProviderConfig
 
     assert settle_session(QemuProviderConfig(), tasks).session == "gnome"
     assert settle_session(QemuProviderConfig(), load_tasks("desktop-basics")).session == "minimal"

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from osworld_gym.providers.desktop_limits import DesktopCgroups, DesktopLimits, remove_stale_groups
+from osworld_gym.providers.local.limits import DesktopCgroups, DesktopLimits, remove_stale_groups
 
 
 def test_only_empty_groups_of_no_live_desktop_and_not_young_go() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from osworld_gym.providers import gnome_session
-from osworld_gym.providers.timedate_service import (
+from osworld_gym.providers.desktop import gnome_session
+from osworld_gym.providers.desktop.timedate_service import (
     DEFAULTS,
     SettingsError,
     apply,

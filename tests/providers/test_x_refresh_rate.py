@@ -13,7 +13,7 @@ import subprocess
 import pytest
 from desktop_helpers import bare_display
 
-from osworld_gym.providers import x_state
+from osworld_gym.providers.desktop import x_state
 
 
 @pytest.fixture()

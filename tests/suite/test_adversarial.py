@@ -35,8 +35,8 @@ from PIL import Image
 from osworld_gym import load_tasks
 from osworld_gym.actions import TypeText
 from osworld_gym.env import OSWorldEnv
-from osworld_gym.providers import gnome_session
-from osworld_gym.providers.local import LocalProviderConfig
+from osworld_gym.providers.desktop import gnome_session
+from osworld_gym.providers.local.provider import LocalProviderConfig
 from osworld_gym.providers.session_choice import SESSIONS
 from osworld_gym.tasks import TaskSet
 
@@ -47,7 +47,7 @@ SCREEN = (1280, 720)
 KNOWN_LEAKS = {}
 if os.geteuid() != 0:
     # An ordinary launcher has one uid to give: the guest's is the desktop's (see
-    # osworld_gym.providers.split_identity for what a root launcher does).
+    # osworld_gym.providers.local.split_identity for what a root launcher does).
     KNOWN_LEAKS["kill-guest"] = (
         "the desktop's user may kill -9 the guest server (same uid): the episode ends as an "
         "infrastructure fault instead of being scored"

@@ -1,6 +1,6 @@
 """Every task of the bundled suite on a real desktop: its oracle scores 1.0, doing nothing 0.0.
 
-Oracles live in the package (``osworld_gym.commands.oracles``, re-exported beside this file as
+Oracles live in the package (``osworld_gym.policies.oracles``, re-exported beside this file as
 ``oracles_*.py``): each task's script of structured actions and screen conditions, played by the
 ``oracle`` agent as ``osworld-gym run --agent oracle`` plays it. They prove that each task can be
 solved and that its evaluator tells a solved desktop from an untouched one.
@@ -19,12 +19,12 @@ from oracles_system import ORACLES as SYSTEM_ORACLES
 
 from osworld_gym import load_tasks
 from osworld_gym.actions import Done, Fail
-from osworld_gym.commands.oracle_agent import play
-from osworld_gym.commands.oracles import shows_gnome
-from osworld_gym.commands.oracles.conditions import WaitFor
 from osworld_gym.env import OSWorldEnv
-from osworld_gym.providers import gnome_session
-from osworld_gym.providers.local import LocalProviderConfig
+from osworld_gym.policies.oracles import shows_gnome
+from osworld_gym.policies.oracles.agent import play
+from osworld_gym.policies.oracles.conditions import WaitFor
+from osworld_gym.providers.desktop import gnome_session
+from osworld_gym.providers.local.provider import LocalProviderConfig
 
 pytestmark = [pytest.mark.desktop, pytest.mark.apps]
 SUITE = "desktop-basics"

@@ -13,20 +13,20 @@ import pytest
 
 from osworld_gym import load_tasks
 from osworld_gym.actions import Click, Done, Hotkey, Press, TypeText, Wait
-from osworld_gym.commands.oracle_agent import OracleAgent, screenshot_of
-from osworld_gym.commands.oracles import (
+from osworld_gym.policies.oracles import (
     DESKTOP_BASICS,
     DESKTOP_BASICS_GNOME,
     DESKTOP_BASICS_SCREEN,
     shows_gnome,
 )
-from osworld_gym.commands.oracles.conditions import (
+from osworld_gym.policies.oracles.agent import OracleAgent, screenshot_of
+from osworld_gym.policies.oracles.conditions import (
     DRAWN_COLOURS,
     POLL_SECONDS,
     WaitFor,
     distinct_colours,
 )
-from osworld_gym.commands.oracles.desktop_basics_office import GNOME, OPENBOX, goto
+from osworld_gym.policies.oracles.desktop_basics_office import GNOME, OPENBOX, goto
 
 WIDTH, HEIGHT = DESKTOP_BASICS_SCREEN
 TASKS = load_tasks("desktop-basics")
@@ -247,7 +247,7 @@ class _ScreenEnv:
 
 
 def test_play_runs_an_episode_with_its_polls() -> None:
-    from osworld_gym.commands.oracle_agent import play
+    from osworld_gym.policies.oracles.agent import play
 
     env = _ScreenEnv()
     reward, _ = play(env, "calc-freeze-header-row")

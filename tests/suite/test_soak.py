@@ -57,7 +57,7 @@ def _docker_engine_or_skip() -> None:
     except ImportError:
         pytest.skip("the docker SDK is not installed: pip install 'osworld-gym[docker]'")
     from osworld_gym.errors import ProviderError
-    from osworld_gym.providers.docker_client import connect
+    from osworld_gym.providers.docker.client import connect
 
     try:
         connect().close()

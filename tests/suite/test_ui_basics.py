@@ -16,16 +16,16 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from osworld_agents.oracles import (
+
+from osworld_gym import load_tasks, parse_action
+from osworld_gym.env import OSWorldEnv
+from osworld_gym.policies.oracles import (
     UIBasicsOracle,
     distractor_answer,
     oracle_responses,
     task_layout,
 )
-from osworld_agents.oracles.ui_basics import DONE_RESPONSE, SCREEN_SIZE, SUITE
-
-from osworld_gym import load_tasks, parse_action
-from osworld_gym.env import OSWorldEnv
+from osworld_gym.policies.oracles.ui_basics import DONE_RESPONSE, SCREEN_SIZE, SUITE
 from osworld_gym.pool.policy import PolicyRequest
 from osworld_gym.pool.trajectory import Trajectory
 from osworld_gym.tasks import available_suites

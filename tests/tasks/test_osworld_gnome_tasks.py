@@ -16,7 +16,7 @@ from real_tasks import SCREEN, desktop_kind, real_env, real_provider, real_task,
 
 from osworld_gym.actions import Click, Done, Hotkey, Move, RightClick, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
-from osworld_gym.providers import gnome_session
+from osworld_gym.providers.desktop import gnome_session
 
 pytestmark = [
     pytest.mark.desktop,

@@ -82,7 +82,9 @@ report(score, f"{name}() returned {result!r}"[:500])
 
 def _sandboxed(argv: list[str], work: str, bwrap: str) -> list[str]:
     """``argv`` under bubblewrap: the host read-only, ``work`` writable, no network."""
-    from osworld_gym.providers import sandbox  # the providers package loads imaging libraries
+    from osworld_gym.providers.local.provider import (
+        sandbox,  # the providers package loads imaging libraries
+    )
 
     keep = sandbox.hidden_paths([*sys.path, sys.prefix, sys.base_prefix, sys.executable])
     return [

@@ -32,7 +32,7 @@ def docker_engine() -> collections.abc.Iterator[object]:
     """A docker client of a running engine (started here when possible)."""
     _sdk_or_skip()
     from osworld_gym.errors import ProviderError
-    from osworld_gym.providers.docker_client import connect
+    from osworld_gym.providers.docker.client import connect
 
     try:
         client = connect()
@@ -52,7 +52,7 @@ def docker_engine() -> collections.abc.Iterator[object]:
 def guest_image(docker_engine: object) -> str:
     """The ID of our guest image, built (or found cached) once per session."""
     from osworld_gym.errors import ProviderError
-    from osworld_gym.providers.docker_image import build_image
+    from osworld_gym.providers.docker.image import build_image
 
     try:
         result = build_image(client=docker_engine, recipe_dir=REPO / "vm_images")
@@ -68,7 +68,7 @@ def guest_image(docker_engine: object) -> str:
 @pytest.fixture()
 def our_containers(docker_engine: object) -> collections.abc.Iterator[collections.abc.Callable]:
     """Lists this process's containers; asserts at the end of the test that none is left."""
-    from osworld_gym.providers.docker_provider import OWNER_LABEL, PID_LABEL
+    from osworld_gym.providers.docker.provider import OWNER_LABEL, PID_LABEL
 
     def listing() -> list:
         filters = {"label": [f"{PID_LABEL}={os.getpid()}", OWNER_LABEL]}

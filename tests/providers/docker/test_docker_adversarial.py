@@ -16,7 +16,7 @@ from adversarial_cases import CASES, GROUPS, SKIPPED, Battery, attack
 
 from osworld_gym import load_tasks
 from osworld_gym.env import OSWorldEnv
-from osworld_gym.providers.docker_provider import DockerProviderConfig
+from osworld_gym.providers.docker.provider import DockerProviderConfig
 from osworld_gym.tasks import TaskSet
 
 pytestmark = [pytest.mark.slow]

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from osworld_data import OSWORLD_TASKS, needs_osworld_tasks
 
-from osworld_gym.downloads import AssetCache
 from osworld_gym.providers.command_probe import DockerImageProbe
-from osworld_gym.runnable import format_runnable_report, runnable_report
+from osworld_gym.task_setup.downloads import AssetCache
+from osworld_gym.task_setup.runnable import format_runnable_report, runnable_report
 from osworld_gym.tasks import load_tasks
 
 

@@ -14,7 +14,7 @@ import time
 import pytest
 from desktop_helpers import wait_until
 
-from osworld_gym.providers.docker_provider import (
+from osworld_gym.providers.docker.provider import (
     DockerDesktop,
     DockerProvider,
     DockerProviderConfig,

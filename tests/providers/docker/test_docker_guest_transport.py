@@ -20,8 +20,8 @@ from sshd_helpers import running_sshd, ssh_home
 
 from osworld_gym.errors import GuestError, ProviderError
 from osworld_gym.guest.client import ClientConfig, GuestClient
-from osworld_gym.providers import docker_provider
-from osworld_gym.providers.docker_provider import (
+from osworld_gym.providers.docker import provider as docker_provider
+from osworld_gym.providers.docker.provider import (
     TOKEN_FILE,
     DockerProvider,
     DockerProviderConfig,
@@ -241,7 +241,7 @@ def test_plain_http_across_the_network_is_logged(
         image=guest_image, guest_transport="direct", guest_host="192.0.2.7"
     )
     assert config.guest_bind_host == "0.0.0.0"
-    with caplog.at_level(logging.WARNING, logger="osworld_gym.providers.docker_provider"):
+    with caplog.at_level(logging.WARNING, logger="osworld_gym.providers.docker.provider"):
         DockerProvider(config)
     assert "tokens cross the network in clear text" in caplog.text
 

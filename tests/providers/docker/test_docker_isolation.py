@@ -23,9 +23,9 @@ from desktop_helpers import run_episode
 
 import osworld_gym  # noqa: F401 - registers OSWorld-v0
 from osworld_gym.actions import Done
-from osworld_gym.commands.oracles.desktop_basics_system import ORACLES as SYSTEM_ORACLES
 from osworld_gym.guest.client import GuestClient
-from osworld_gym.providers.docker_provider import (
+from osworld_gym.policies.oracles.desktop_basics_system import ORACLES as SYSTEM_ORACLES
+from osworld_gym.providers.docker.provider import (
     TOKEN_FILE,
     DockerDesktop,
     DockerProvider,

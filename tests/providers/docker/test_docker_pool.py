@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 
 from osworld_gym.actions import Done, TypeText
-from osworld_gym.commands.oracles.desktop_basics_system import ORACLES as SYSTEM_ORACLES
+from osworld_gym.policies.oracles.desktop_basics_system import ORACLES as SYSTEM_ORACLES
 from osworld_gym.pool import EnvPool, EnvSpec, PoolConfig
-from osworld_gym.providers.docker_provider import OWNER_LABEL, PID_LABEL, DockerProviderConfig
+from osworld_gym.providers.docker.provider import OWNER_LABEL, PID_LABEL, DockerProviderConfig
 
 NUM_ENVS = 8
 SCREEN = (800, 600)

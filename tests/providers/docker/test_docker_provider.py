@@ -14,7 +14,7 @@ from desktop_helpers import wait_until
 
 from osworld_gym.errors import DesktopDiedError
 from osworld_gym.providers import make_provider
-from osworld_gym.providers.docker_provider import (
+from osworld_gym.providers.docker.provider import (
     PID_LABEL,
     RUN_LABEL,
     DockerProvider,
@@ -119,7 +119,7 @@ def test_leftovers_of_a_killed_process_are_reaped(
 def _leave_a_container(image: str) -> tuple[str, int]:
     """Launch a desktop in a child process and SIGKILL it; the container's name, child's PID."""
     code = (
-        "from osworld_gym.providers.docker_provider import DockerProvider, DockerProviderConfig\n"
+        "from osworld_gym.providers.docker.provider import DockerProvider, DockerProviderConfig\n"
         f"p = DockerProvider(DockerProviderConfig(image={image!r}, screen_size=(640, 480)))\n"
         "d = p.launch()\n"
         "print(d.container_name, flush=True)\n"

@@ -10,7 +10,7 @@ import pytest
 
 from osworld_gym.actions import Done, Wait
 from osworld_gym.env import OSWorldEnv
-from osworld_gym.providers.docker_provider import DockerProviderConfig
+from osworld_gym.providers.docker.provider import DockerProviderConfig
 
 pytestmark = pytest.mark.desktop
 

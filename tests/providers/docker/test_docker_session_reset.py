@@ -10,10 +10,10 @@ import pytest
 from desktop_helpers import run_episode, wait_until
 
 from osworld_gym.actions import Done
-from osworld_gym.commands.oracles.desktop_basics_system import ORACLES as SYSTEM_ORACLES
 from osworld_gym.env import OSWorldEnv
 from osworld_gym.guest.client import GuestClient
-from osworld_gym.providers.docker_provider import (
+from osworld_gym.policies.oracles.desktop_basics_system import ORACLES as SYSTEM_ORACLES
+from osworld_gym.providers.docker.provider import (
     DockerDesktop,
     DockerProvider,
     DockerProviderConfig,
@@ -96,7 +96,7 @@ def test_a_failed_session_reset_recreates_the_container(
     # Without its HOME snapshot the in-place reset cannot make the desktop fresh.
     removed = desktop.container.exec_run(["rm", "/var/lib/osworld-gym/home.tar"], user="0")
     assert removed.exit_code == 0
-    with caplog.at_level(logging.WARNING, logger="osworld_gym.providers.docker_provider"):
+    with caplog.at_level(logging.WARNING, logger="osworld_gym.providers.docker.provider"):
         desktop.reset()
     assert "session reset" in caplog.text and "no HOME snapshot" in caplog.text
     assert desktop.container_name != first

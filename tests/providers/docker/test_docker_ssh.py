@@ -10,7 +10,7 @@ from sshd_helpers import running_sshd, ssh_home
 from osworld_gym.actions import Done, TypeText
 from osworld_gym.env import OSWorldEnv
 from osworld_gym.errors import ProviderError
-from osworld_gym.providers.docker_provider import DockerProvider, DockerProviderConfig
+from osworld_gym.providers.docker.provider import DockerProvider, DockerProviderConfig
 
 SCREEN = (800, 600)
 TASK = "os-write-file-content"

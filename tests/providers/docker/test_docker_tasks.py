@@ -12,10 +12,10 @@ from osworld_data import require_osworld_tasks
 from PIL import Image
 
 from osworld_gym.actions import Done, Hotkey, TypeText, Wait
-from osworld_gym.commands.oracle_agent import play
-from osworld_gym.commands.oracles.desktop_basics_system import ORACLES as SYSTEM_ORACLES
 from osworld_gym.env import OSWorldEnv
-from osworld_gym.providers.docker_provider import DockerProviderConfig
+from osworld_gym.policies.oracles.agent import play
+from osworld_gym.policies.oracles.desktop_basics_system import ORACLES as SYSTEM_ORACLES
+from osworld_gym.providers.docker.provider import DockerProviderConfig
 from osworld_gym.tasks.placeholders import download_cache_name
 
 SCREEN = (1280, 720)  # the oracles' coordinates are for this size

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from osworld_gym.providers.docker_provider import (
+from osworld_gym.providers.docker.provider import (
     TOKEN_FILE,
     DockerProviderConfig,
     container_spec,

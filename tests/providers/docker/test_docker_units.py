@@ -12,8 +12,8 @@ import pytest
 
 from osworld_gym.errors import ProviderError
 from osworld_gym.providers import make_provider
-from osworld_gym.providers.docker_image import _content_hash
-from osworld_gym.providers.docker_provider import (
+from osworld_gym.providers.docker.image import _content_hash
+from osworld_gym.providers.docker.provider import (
     BOOT_LABEL,
     DESKTOP_HOSTNAME,
     OWNER_LABEL,

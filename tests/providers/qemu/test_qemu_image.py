@@ -24,7 +24,7 @@ import requests
 import osworld_gym  # noqa: F401 - registers OSWorld-v0
 from osworld_gym.actions import Done, TypeText
 from osworld_gym.providers import processes
-from osworld_gym.providers.qemu import (
+from osworld_gym.providers.qemu.provider import (
     DEFAULT_IMAGE_DIR,
     IMAGE_DIR_VARIABLE,
     QemuDesktop,

@@ -23,15 +23,15 @@ import pytest
 
 from osworld_gym.errors import ProviderError
 from osworld_gym.providers import make_provider, processes
-from osworld_gym.providers.qemu import (
+from osworld_gym.providers.qemu.command import VMFiles, build_argv, kvm_works
+from osworld_gym.providers.qemu.provider import (
     QemuDesktop,
     QemuProvider,
     QemuProviderConfig,
     remove_leftovers,
 )
-from osworld_gym.providers.qemu_command import VMFiles, build_argv, kvm_works
-from osworld_gym.providers.qemu_qmp import QMPClient, QMPError
-from osworld_gym.providers.qemu_state import write_owner
+from osworld_gym.providers.qemu.qmp import QMPClient, QMPError
+from osworld_gym.providers.qemu.state import write_owner
 
 pytestmark = pytest.mark.skipif(
     shutil.which("qemu-system-x86_64") is None or shutil.which("qemu-img") is None,
@@ -211,7 +211,7 @@ def test_launcher_killed_mid_boot_leaves_nothing_behind(blank_image: Path, tmp_p
     settings = {name: getattr(config, name) for name in fields}
     code = textwrap.dedent(
         f"""
-        from osworld_gym.providers.qemu import QemuProvider, QemuProviderConfig
+        from osworld_gym.providers.qemu.provider import QemuProvider, QemuProviderConfig
         QemuProvider(QemuProviderConfig(**{settings!r})).launch()
         """
     )

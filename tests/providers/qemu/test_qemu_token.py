@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from test_qemu_image import SCREEN, image_dir, pytestmark  # noqa: F401 - fixture and marks
 
-from osworld_gym.providers.qemu import QemuDesktop, QemuProvider, QemuProviderConfig
+from osworld_gym.providers.qemu.provider import QemuDesktop, QemuProvider, QemuProviderConfig
 
 
 @pytest.fixture(scope="module")

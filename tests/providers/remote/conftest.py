@@ -8,7 +8,7 @@ import pytest
 from desktop_helpers import launch_desktop
 from sshd_helpers import running_sshd
 
-from osworld_gym.providers.local import LocalDesktop
+from osworld_gym.providers.local.provider import LocalDesktop
 from osworld_gym.providers.ssh_tunnel import SSHConfig
 
 

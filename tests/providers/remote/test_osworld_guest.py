@@ -20,7 +20,11 @@ import osworld_gym  # noqa: F401 - registers OSWorld-v0
 from osworld_gym.actions import Click, Done
 from osworld_gym.errors import ProviderError
 from osworld_gym.guest.client import GuestClient
-from osworld_gym.providers.remote import GuestScriptReset, RemoteProvider, RemoteProviderConfig
+from osworld_gym.providers.remote.provider import (
+    GuestScriptReset,
+    RemoteProvider,
+    RemoteProviderConfig,
+)
 
 TREE = ("projects/webapp/src", "projects/webapp/tests", "projects/webapp/docs")
 EXPECTED_TREE = {

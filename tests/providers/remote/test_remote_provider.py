@@ -18,8 +18,8 @@ from osworld_gym.actions import Done, TypeText
 from osworld_gym.errors import ProviderError
 from osworld_gym.guest.client import Screenshot
 from osworld_gym.providers import make_provider
-from osworld_gym.providers.local import LocalDesktop
-from osworld_gym.providers.remote import (
+from osworld_gym.providers.local.provider import LocalDesktop
+from osworld_gym.providers.remote.provider import (
     CommandReset,
     GuestScriptReset,
     RemoteDesktop,
@@ -80,7 +80,7 @@ def test_claims_hold_across_processes_and_die_with_them(
             textwrap.dedent(
                 f"""
                 import sys
-                from osworld_gym.providers.remote import (
+                from osworld_gym.providers.remote.provider import (
                     RemoteGuest, RemoteProvider, RemoteProviderConfig)
                 config = RemoteProviderConfig(urls=(RemoteGuest({guests[0].endpoint!r},
                     token={guests[0].token!r}),), screen_size={SMALL_SCREEN!r},

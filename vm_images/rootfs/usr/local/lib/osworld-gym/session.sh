@@ -2,7 +2,7 @@
 # in-place reset (osworld-gym-reset-session): sourced by bash, run as user `user`, with DISPLAY,
 # XDG_RUNTIME_DIR, `deadline` (in bash SECONDS) and `boot_timeout` set by the caller, and
 # OSWORLD_SESSION: "minimal" (openbox) or "gnome" (GNOME Shell laid out as OSWorld's Ubuntu VM,
-# whose environment, GNOME_ENV, the caller exported; see osworld_gym.providers.gnome_image), and
+# whose environment, GNOME_ENV, the caller exported; see osworld_gym.providers.desktop.gnome_image), and
 # for GNOME OSWORLD_SYSTEM_BUS: "own" (a container: the session starts its system bus) or
 # "systemd" (a booted VM's).
 
@@ -36,7 +36,7 @@ start_gnome_session() {
   # (which GNOME Shell's monitors.xml names), says "prepared", then waits until the shell started
   # below has laid the desktop out.
   local from_helper helper said=""
-  exec {from_helper}< <(exec python -m osworld_gym.providers.gnome_image start \
+  exec {from_helper}< <(exec python -m osworld_gym.providers.desktop.gnome_image start \
     --timeout $((deadline - SECONDS)))
   helper=$!
   read -r -t $((deadline > SECONDS ? deadline - SECONDS : 1)) said <&"${from_helper}" || true
