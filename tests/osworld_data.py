@@ -26,6 +26,11 @@ MISSING = (
 )
 
 
+def without_task_folder(env: dict[str, str]) -> dict[str, str]:
+    """``env`` less the variable that names a task folder: what a plain clone's tests see."""
+    return {k: v for k, v in env.items() if k != "OSWORLD_TASKS_DIR"}
+
+
 def have_osworld_tasks() -> bool:
     """Whether OSWorld's task folder is there (its ``examples`` folder is what every test reads)."""
     return (OSWORLD_TASKS / "examples").is_dir()

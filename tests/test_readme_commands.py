@@ -21,6 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import osworld_data
 import pytest
 from wheel_helpers import clean_env
 
@@ -68,8 +69,8 @@ def clone_with_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dic
          "--force-reinstall", "--root-user-action=ignore", "pytest"],
         check=True, timeout=300, capture_output=True,
     )  # fmt: skip
-    env = clean_env()
-    for name in ("OSWORLD_TASKS_DIR", "PYTEST_ADDOPTS", "VIRTUAL_ENV"):
+    env = osworld_data.without_task_folder(clean_env())
+    for name in ("PYTEST_ADDOPTS", "VIRTUAL_ENV"):
         env.pop(name, None)
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
     env["VIRTUAL_ENV"] = str(venv)

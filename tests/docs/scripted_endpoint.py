@@ -15,9 +15,9 @@ import json
 from typing import Any
 
 from http_helpers import loopback_server
-from osworld_agents.oracles.ui_basics import SUITE, oracle_responses
 
 from osworld_gym import load_tasks
+from osworld_gym.policies.oracles.ui_basics import SUITE, oracle_responses
 
 
 def _answer(body: dict[str, Any], instructions: dict[str, str]) -> str:

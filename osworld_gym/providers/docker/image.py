@@ -229,12 +229,45 @@ def _build_rootfs_tarball(recipe: Path, cache_dir: Path, key: str, tarball: Path
     rootfs = cache_dir / f"rootfs-{key}"
     log = cache_dir / f"rootfs-{key}.log"
     logger.info("building the root filesystem in %s (several minutes; log %s)", rootfs, log)
+    # A build killed in its chroot leaves /proc, /sys and /dev mounted there, and the recipe
+    # mounts only what is not mounted yet (and unmounts only what it mounted): release them.
+    _release_mounts_under(rootfs)
     _run_recipe(recipe, ["--no-project", str(rootfs)], log=log)
+    _release_mounts_under(rootfs)
     partial = tarball.with_suffix(".tar.partial")
-    # Numeric owners: the image's users are the root filesystem's, not this host's.
-    _check_call(["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(partial), "."])
+    # Numeric owners: the image's users are the root filesystem's, not this host's. One file
+    # system: whatever is still mounted inside is the host's, never the image's.
+    _check_call(
+        ["tar", "--numeric-owner", "--one-file-system", "-C", str(rootfs), "-cf", str(partial), "."]
+    )
     partial.rename(tarball)  # a complete tarball or none: an interrupted build starts over
     shutil.rmtree(rootfs)
+
+
+def mounts_under(folder: Path, mounts_file: Path = Path("/proc/self/mounts")) -> list[Path]:
+    """The mount points at or below ``folder``, deepest first (the order to unmount them).
+
+    Args:
+        folder: The folder.
+        mounts_file: The mount table to read (``/proc/self/mounts``; a file in tests).
+    """
+    root = Path(os.path.realpath(folder))
+    found = []
+    for line in mounts_file.read_text().splitlines():
+        fields = line.split()
+        if len(fields) < 2:
+            continue
+        # The table escapes spaces, tabs, newlines and backslashes as octal.
+        point = Path(fields[1].encode().decode("unicode_escape"))
+        if point == root or root in point.parents:
+            found.append(point)
+    return sorted(set(found), key=lambda p: len(p.parts), reverse=True)
+
+
+def _release_mounts_under(folder: Path) -> None:
+    for point in mounts_under(folder):
+        logger.warning("unmounting %s, left mounted by an interrupted build", point)
+        _check_call(["umount", "--lazy", str(point)])
 
 
 def _docker_build(

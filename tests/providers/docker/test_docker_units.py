@@ -231,3 +231,39 @@ def test_image_content_hash_is_stable_across_wheel_builds(tmp_path: Path) -> Non
     script = bundles[1] / "rootfs" / "usr" / "local" / "bin" / "osworld-gym-desktop"
     script.write_text(script.read_text() + "\n# edited\n")
     assert first != _content_hash("base", "FROM x", bundles[1])
+
+
+def test_mounts_under_a_folder_are_found_deepest_first(tmp_path: Path) -> None:
+    from osworld_gym.providers.docker.image import mounts_under
+
+    root = tmp_path / "rootfs"
+    table = tmp_path / "mounts"
+    table.write_text(
+        f"proc {root}/proc proc rw 0 0\n"
+        f"devpts {root}/dev/pts devpts rw 0 0\n"
+        f"devtmpfs {root}/dev devtmpfs rw 0 0\n"
+        f"tmpfs {root}-other tmpfs rw 0 0\n"  # a sibling with the same prefix is not inside
+        f"tmpfs {root}/with\\040space tmpfs rw 0 0\n"
+        "sysfs /sys sysfs rw 0 0\n"
+    )
+    found = mounts_under(root, table)
+    assert found[0] == root / "dev" / "pts"
+    assert set(found) == {root / "proc", root / "dev" / "pts", root / "dev", root / "with space"}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")
+def test_an_interrupted_builds_mounts_are_released(tmp_path: Path) -> None:
+    """A rootfs build killed in its chroot leaves file systems mounted in the folder; the next
+    build unmounts them before it runs (a tarball of the host's /sys was the symptom)."""
+    from osworld_gym.providers.docker.image import _release_mounts_under, mounts_under
+
+    root = tmp_path / "rootfs"
+    (root / "proc").mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(root / "proc")], check=True)
+    try:
+        assert mounts_under(root) == [root / "proc"]
+        _release_mounts_under(root)
+        assert mounts_under(root) == []
+    finally:
+        if mounts_under(root):
+            subprocess.run(["umount", "--lazy", str(root / "proc")], check=False)
