@@ -45,6 +45,22 @@ def _checkout_files(repo: Path, folders: dict[str, str]) -> dict[str, bytes]:
     return files
 
 
+def _with_subpackage(
+    name: str, inside: str, ours: dict[str, bytes], theirs: dict[str, bytes]
+) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """Compare a subpackage that lives in another folder with wherever it is imported from.
+
+    An editable install cannot map a subpackage to another folder (setuptools' finder maps
+    top-level names only), so there the subpackage is not importable and is not compared.
+    """
+    theirs = {k: v for k, v in theirs.items() if not k.startswith(inside + "/")}
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return {k: v for k, v in ours.items() if not k.startswith(inside + "/")}, theirs
+    location = Path(next(iter(spec.submodule_search_locations)))
+    return ours, {**theirs, **_python_files(location, inside)}
+
+
 def stale_copies(repo: Path = REPO) -> list[str]:
     """One line per imported package whose Python files differ from the checkout's."""
     problems: list[str] = []
@@ -57,6 +73,8 @@ def stale_copies(repo: Path = REPO) -> list[str]:
         if imported == source.resolve():
             continue
         ours, theirs = _checkout_files(repo, folders), _python_files(imported)
+        for inside in (i for i in folders if i):
+            ours, theirs = _with_subpackage(f"{name}.{inside}", inside, ours, theirs)
         differing = sorted(
             path for path in ours.keys() | theirs.keys() if ours.get(path) != theirs.get(path)
         )
