@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixture_marks import needs
 from wheel_helpers import clean_env
 
 pytestmark = pytest.mark.release
@@ -46,6 +47,7 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 
 @pytest.fixture(scope="module")
+@needs("heavy")
 def clone_with_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A clone of HEAD in an empty folder, and an environment whose ``python`` is a fresh venv."""
     if shutil.which("git") is None or not (REPO / ".git").exists():
