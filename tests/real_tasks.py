@@ -16,6 +16,7 @@ import json
 import os
 from typing import Any
 
+import pytest
 from osworld_data import require_osworld_tasks
 
 from osworld_gym.env import OSWorldEnv
@@ -32,6 +33,14 @@ def desktop_kind() -> str:
     if kind not in DESKTOPS:
         raise ValueError(f"${DESKTOP_VARIABLE} must be one of {DESKTOPS}, not {kind!r}")
     return kind
+
+
+def kind_marks() -> list[pytest.MarkDecorator]:
+    """Marks of the tests on these desktops beyond their own: ``docker`` in the containers.
+
+    The launch guard (``launch_guard``) fails a test that starts a docker desktop without it.
+    """
+    return [pytest.mark.docker] if os.environ.get(DESKTOP_VARIABLE) == "docker" else []
 
 
 def real_provider(

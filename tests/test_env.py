@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from desktop_helpers import wait_until
+from fixture_marks import needs
 from gymnasium.utils.env_checker import check_env
 
 import osworld_gym  # noqa: F401 - registers the ids
@@ -71,12 +72,14 @@ def make_env(**kwargs: object) -> OSWorldEnv:
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def env() -> collections.abc.Iterator[OSWorldEnv]:
     with make_env(max_steps=3) as e:
         yield e
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def hard_env() -> collections.abc.Iterator[OSWorldEnv]:
     with make_env(max_steps=2, hard=True) as e:
         yield e

@@ -15,6 +15,8 @@ import sys
 import import_graph
 import pytest
 
+pytestmark = pytest.mark.heavy  # fresh interpreters and a read of every module
+
 HEAVY = ("torch", "transformers", "ray", "vllm", "osworld_agents")
 
 

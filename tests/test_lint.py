@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.heavy  # ruff over the whole repository
+
 ROOT = Path(__file__).resolve().parents[1]
 _RUFF_TIMEOUT_S = 120  # the whole tree takes about a second
 

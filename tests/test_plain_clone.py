@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixture_marks import needs
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
@@ -63,6 +64,7 @@ def _in_tests(path: str) -> bool:
 
 
 @pytest.fixture(scope="module")
+@needs("heavy")
 def plain_clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A clone of this checkout's committed tree in a folder with nothing beside it."""
     if shutil.which("git") is None:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import osworld_data
 import pytest
+from fixture_marks import needs
 from wheel_helpers import clean_env
 
 pytestmark = pytest.mark.release
@@ -47,6 +48,7 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 
 @pytest.fixture(scope="module")
+@needs("heavy")
 def clone_with_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A clone of HEAD in an empty folder, and an environment whose ``python`` is a fresh venv."""
     if shutil.which("git") is None or not (REPO / ".git").exists():

@@ -23,6 +23,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from fixture_marks import needs
 from wheel_helpers import REPO, clean_env, copy_checkout, find_python
 
 pytestmark = [pytest.mark.release, pytest.mark.desktop]
@@ -33,6 +34,7 @@ _INSTALL_TIMEOUT_S = 900
 
 
 @pytest.fixture(scope="module")
+@needs("heavy")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``python -m build``'s sdist and wheel of a copy of this checkout."""
     pytest.importorskip("build", reason="build is not installed (pip install 'osworld-gym[test]')")

@@ -57,6 +57,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["osworld-gym", *args], capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.heavy  # the console script, several times
 def test_cli_tasks() -> None:
     done = _cli("tasks", "suites")
     assert done.returncode == 0 and "desktop-basics" in done.stdout.split()

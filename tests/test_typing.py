@@ -16,6 +16,8 @@ import pytest
 
 pytest.importorskip("mypy", reason="mypy is not installed (pip install 'osworld-gym[test]')")
 
+pytestmark = pytest.mark.heavy  # mypy over the public modules
+
 ROOT = Path(__file__).resolve().parents[1]
 # Generous: a cold check on a busy 2-core machine takes under a minute.
 _MYPY_TIMEOUT_S = 240

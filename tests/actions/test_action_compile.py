@@ -130,6 +130,7 @@ def _pyautogui_round_trip_exact(action: Action) -> bool:
 
 @PROPERTY
 @given(action=ACTIONS)
+@pytest.mark.heavy  # hypothesis
 def test_round_trip_property(action: Action) -> None:
     strings = to_osworld_actions([action])
     parsed = parse_action("\n".join(strings), "pyautogui", SCREEN, strict=True).actions
@@ -146,6 +147,7 @@ def test_round_trip_property(action: Action) -> None:
 
 @PROPERTY
 @given(action=GUEST_ACTIONS)
+@pytest.mark.heavy  # hypothesis
 def test_compiled_code_stays_on_the_allowlist(action: Action) -> None:
     tree = ast.parse(to_pyautogui_code([action]))
     for node in ast.walk(tree):
@@ -157,6 +159,7 @@ def test_compiled_code_stays_on_the_allowlist(action: Action) -> None:
 
 @PROPERTY
 @given(action=ACTIONS)
+@pytest.mark.heavy  # hypothesis
 def test_round_trip_through_uitars(action: Action) -> None:
     try:
         text = to_uitars([action], screen_size=SCREEN)
@@ -169,6 +172,7 @@ def test_round_trip_through_uitars(action: Action) -> None:
 
 @PROPERTY
 @given(action=ACTIONS)
+@pytest.mark.heavy  # hypothesis
 def test_round_trip_through_computer13(action: Action) -> None:
     try:
         text = to_computer13([action])
@@ -179,6 +183,7 @@ def test_round_trip_through_computer13(action: Action) -> None:
 
 @PROPERTY
 @given(action=ACTIONS)
+@pytest.mark.heavy  # hypothesis
 def test_round_trip_through_structured(action: Action) -> None:
     assert parse_action(action.to_dict(), "structured", SCREEN, strict=True).actions == [action]
 

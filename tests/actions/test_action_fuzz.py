@@ -29,6 +29,8 @@ from osworld_gym.actions import ACTION_KINDS, ACTION_TYPES, Action, parse_action
 from osworld_gym.actions.dialects.pyautogui import ALLOWED_CALLS
 from osworld_gym.errors import ActionParseError
 
+pytestmark = pytest.mark.heavy  # fuzzing: tens of seconds
+
 SEEDS = {
     "uitars": UITARS_SEEDS,
     "pyautogui": PYAUTOGUI_SEEDS,

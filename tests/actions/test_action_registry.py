@@ -94,6 +94,7 @@ def test_lenient_mode_survives_a_dialect_bug(monkeypatch: pytest.MonkeyPatch) ->
         parse_action("Action: wait()", strict=True)
 
 
+@pytest.mark.heavy  # a fresh interpreter
 def test_parsing_does_not_load_the_spaces_module() -> None:
     # `import osworld_gym` imports gymnasium to register the env ids; parsing itself must not
     # pull in the spaces module (and what it registers with gymnasium's vector utilities).

@@ -162,6 +162,7 @@ def test_json_schema_matches_declarations() -> None:
     json.dumps(schema)  # serialisable
 
 
+@pytest.mark.heavy  # hypothesis against the JSON schema
 def test_json_schema_validates_to_dict_output() -> None:
     jsonschema = pytest.importorskip("jsonschema")
     from osworld_gym.actions import StructuredActionSpace

@@ -6,6 +6,8 @@ import pytest
 import torch
 from osworld_agents.arpo import group_index, grpo_advantages
 
+pytestmark = pytest.mark.heavy  # torch and tiny models: seconds to import and build
+
 
 def test_hand_computed_group() -> None:
     # mean 0.25; unbiased var = (0.75^2 + 3 * 0.25^2) / 3 = 0.25, std 0.5.

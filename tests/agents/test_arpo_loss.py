@@ -14,6 +14,8 @@ from osworld_agents.arpo import (
     policy_loss,
 )
 
+pytestmark = pytest.mark.heavy  # torch and tiny models: seconds to import and build
+
 # (advantage, ratio, expected loss, expected d loss / d logp) with eps_low 0.2, eps_high 0.3, c 3.
 # L1 = -A*rho, L2 = -A*clip(rho, 0.8, 1.3), L = max(L1, L2), and for A < 0: min(L, -A*3).
 HAND_CASES = [

@@ -89,6 +89,7 @@ def test_trajectory_rewards_in_order() -> None:
     assert trajectory_rewards(trajs) == pytest.approx([1.0, -0.5, 0.0])
 
 
+@pytest.mark.heavy  # a fresh interpreter
 def test_package_imports_without_torch() -> None:
     code = "import sys, osworld_agents.arpo; assert 'torch' not in sys.modules, 'torch imported'"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -18,6 +18,8 @@ from test_trainer_support import make_image, tiny_model_dir  # noqa: E402
 
 from osworld_gym.policies.conversation import Conversation, ImagePart, TextPart  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # torch and tiny models: seconds to import and build
+
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -16,6 +16,8 @@ import pytest
 
 pytest.importorskip("torch")
 
+pytestmark = pytest.mark.heavy  # torch and tiny models: seconds to import and build
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

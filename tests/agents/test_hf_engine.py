@@ -18,6 +18,8 @@ from test_trainer_support import make_image, tiny_model_dir  # noqa: E402
 from osworld_gym.policies.conversation import Conversation, TextPart  # noqa: E402
 from osworld_gym.policies.engine import Generation, RolloutEngine, SamplingParams  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # torch and tiny models: seconds to import and build
+
 TOLERANCE = 1e-4  # fp32
 
 

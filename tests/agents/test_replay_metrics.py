@@ -18,6 +18,8 @@ from test_trainer_support import (
     tiny_model_dir,  # noqa: E402
 )
 
+pytestmark = pytest.mark.heavy  # torch and tiny models: seconds to import and build
+
 BUDGET = 60_000  # bytes: one or two 2-step episodes of 64x64 random-pixel PNGs
 
 

@@ -10,6 +10,8 @@ pytest.importorskip("transformers")
 import torch  # noqa: E402
 from osworld_agents.engines.seeded_sampling import PerRowSeededSampler  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # torch and tiny models: seconds to import and build
+
 LOGITS = torch.tensor([2.0, 1.0, 0.5, 0.0, -1.0, -torch.inf])
 """The last token is banned (a suppressed placeholder): it must never be drawn."""
 

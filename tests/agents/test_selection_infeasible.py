@@ -22,6 +22,8 @@ from test_trainer_support import tiny_model_dir  # noqa: E402
 
 from osworld_gym.tasks import load_tasks  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # torch and tiny models: seconds to import and build
+
 
 def feasible(task_id: str) -> dict[str, Any]:
     return {

@@ -18,6 +18,8 @@ from osworld_agents.models import (  # noqa: E402
 )
 from osworld_agents.models.qwen_vocab import SPECIAL_TOKENS  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # torch and tiny models: seconds to import and build
+
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

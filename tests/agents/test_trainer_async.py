@@ -37,6 +37,8 @@ from test_trainer_support import fake_config as loop_config  # noqa: E402
 
 from osworld_gym.pool.trajectory import StepRecord, Trajectory, TrajectoryGroup  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # torch and tiny models: seconds to import and build
+
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

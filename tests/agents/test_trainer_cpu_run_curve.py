@@ -17,6 +17,8 @@ from osworld_agents.trainer.cpu_run import (  # noqa: E402
     warm_start_config,
 )
 
+pytestmark = pytest.mark.heavy  # torch and tiny models: seconds to import and build
+
 
 def test_curve_spans_resumed_runs_and_keeps_the_latest_value(tmp_path: Path) -> None:
     task = "eval/task_success/click-colour-01"

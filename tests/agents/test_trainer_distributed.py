@@ -28,6 +28,8 @@ from osworld_agents.trainer.samples import TrainSample, rl_samples  # noqa: E402
 from osworld_agents.trainer.update import LossSettings, compute_logprobs, train_epoch  # noqa: E402
 from test_trainer_support import groups_of, join_gloo_world, tiny_model_dir, tools  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # torch and tiny models: seconds to import and build
+
 LR = 0.5
 
 

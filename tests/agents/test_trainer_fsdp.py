@@ -46,6 +46,8 @@ from osworld_agents.trainer.update import (  # noqa: E402
 )
 from test_trainer_support import groups_of, join_gloo_world, tiny_model_dir, tools  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # torch and tiny models: seconds to import and build
+
 KINDS = ("fsdp", "plain")
 
 

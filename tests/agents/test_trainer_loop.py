@@ -22,6 +22,8 @@ from osworld_agents.trainer.train import cli, main  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 from test_trainer_support import TASKS, fake_config, tiny_model_dir  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # torch and tiny models: seconds to import and build
+
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

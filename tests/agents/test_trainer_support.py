@@ -29,6 +29,8 @@ from osworld_gym.policies.conversation import ImagePart
 from osworld_gym.pool import StepRecord, Trajectory, TrajectoryGroup
 from osworld_gym.pool.policy import PolicyRequest
 
+pytestmark = pytest.mark.heavy  # no tests: torch and the trainer, for the heavy modules
+
 DEMO_TEXT = "Thought: The task is done.\nAction: finished(content='done')"
 
 

@@ -48,6 +48,8 @@ from test_trainer_support import (  # noqa: E402
 
 from osworld_gym.pool import StepRecord, Trajectory, TrajectoryGroup  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # torch and tiny models: seconds to import and build
+
 SOLO = DistContext()
 
 

@@ -44,6 +44,8 @@ from osworld_gym.errors import DependencyNotInstalled  # noqa: E402
 from osworld_gym.policies.conversation import Conversation, TextPart  # noqa: E402
 from osworld_gym.policies.engine import RolloutEngine, SamplingParams  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # torch and tiny models: seconds to import and build
+
 MULTIPROCESSING_ENV = "VLLM_ENABLE_V1_MULTIPROCESSING"
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fixture_marks import needs
 
 SUITE = "desktop-basics"
 
@@ -67,6 +68,7 @@ class OracleRun:
 
 
 @pytest.fixture(scope="session")
+@needs("desktop")
 def oracle_run(tmp_path_factory: pytest.TempPathFactory) -> OracleRun:
     """`osworld-gym run` with the oracle over the whole bundled suite on 4 local envs."""
     result_dir = tmp_path_factory.mktemp("oracle-run") / "results"

@@ -25,6 +25,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from fixture_marks import needs
 from wheel_helpers import clean_env, copy_checkout
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,6 +36,7 @@ TRAIN_FIX = "pip install 'osworld-gym[train]'"
 
 
 @pytest.fixture(scope="module")
+@needs("heavy")
 def core_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``pip wheel --no-deps`` of a copy of this checkout: the wheel users install."""
     if not (REPO / "setup.cfg").is_file():

@@ -29,6 +29,7 @@ def eval_only(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(doctor, name, lambda *args, **kwargs: [])
 
 
+@pytest.mark.heavy  # imports the eval extra's libraries
 def test_the_eval_extra_is_read_as_setup_cfg_declares_it() -> None:
     if not SETUP_CFG.is_file():
         pytest.skip("not a checkout: no setup.cfg")
@@ -55,6 +56,7 @@ def test_a_missing_library_is_missing_with_the_install_command() -> None:
     assert broken.status == "MISSING" and "not importable" in broken.detail
 
 
+@pytest.mark.heavy  # the console script
 def test_doctor_fails_without_the_eval_libraries_and_names_the_fix(
     eval_only: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -81,6 +83,7 @@ def test_doctor_fails_without_the_eval_libraries_and_names_the_fix(
     ]
 
 
+@pytest.mark.heavy  # the console script
 def test_doctor_passes_with_the_eval_libraries(
     eval_only: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -98,6 +98,7 @@ def test_metadata_extras_match_setup_cfg() -> None:
     assert expand_extras(["all"], extras) == ["all", "docs", "gui"]
 
 
+@pytest.mark.heavy  # the console script
 def test_each_extra_gets_a_line_and_its_fix(fake_extras: None) -> None:
     checks = {c.name: c for c in extras_checks()}
     # eval and ray have sections of their own; guest and all are made of other extras.
@@ -110,6 +111,7 @@ def test_each_extra_gets_a_line_and_its_fix(fake_extras: None) -> None:
     assert required.status == "MISSING"
 
 
+@pytest.mark.heavy  # the console script
 def test_the_gui_fix_installs_pyautogui_without_its_dependencies(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -166,6 +168,7 @@ def test_the_train_fix_puts_the_cpu_torch_first_when_torch_is_missing(
     assert extra_fix("docs") == f"{PIP} install 'osworld-gym[docs]'"
 
 
+@pytest.mark.heavy  # the console script
 def test_missing_extras_are_information_unless_asked_for(
     no_providers: None, fake_extras: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -195,6 +198,7 @@ def test_missing_extras_are_information_unless_asked_for(
     assert err.startswith("osworld-gym doctor: error: unknown extra nope (choose from gui,")
 
 
+@pytest.mark.heavy  # the console script
 def test_asking_for_ray_or_eval_requires_their_sections(
     no_providers: None, fake_extras: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

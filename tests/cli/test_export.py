@@ -18,6 +18,8 @@ from osworld_gym.pool import StepRecord, Trajectory
 
 datasets = pytest.importorskip("datasets", reason="pip install 'osworld-gym[export]'")
 
+pytestmark = pytest.mark.heavy  # datasets and the console script
+
 
 def _load(folder: Path) -> datasets.Dataset:
     files = str(folder / "*.parquet")

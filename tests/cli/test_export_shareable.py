@@ -31,6 +31,8 @@ from osworld_gym.version import __version__
 datasets = pytest.importorskip("datasets", reason="pip install 'osworld-gym[export]'")
 pq = pytest.importorskip("pyarrow.parquet")
 
+pytestmark = pytest.mark.heavy  # datasets and pyarrow: seconds to import
+
 SUITE = Path(__file__).resolve().parents[2] / "envs" / "desktop-basics"
 CHMOD, CALC = "os-chmod-script", "calc-rename-sheet"
 ACTIONS: dict[str, list[Any]] = {

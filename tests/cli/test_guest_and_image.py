@@ -34,6 +34,7 @@ def test_serve_guest_serves_a_display(desktop: LocalDesktop, tmp_path: Path) -> 
         assert server.wait(timeout=30) == 0, server.stdout.read() if server.stdout else ""
 
 
+@pytest.mark.heavy  # the console script
 def test_image_build_without_a_recipe_says_what_is_missing(tmp_path: Path) -> None:
     done = osworld_gym("image", "build", "--recipe-dir", str(tmp_path / "nowhere"), timeout=120)
     assert done.returncode == 1

@@ -75,6 +75,7 @@ def test_export_without_pyarrow_exits_2_before_reading(
     assert not out.exists()
 
 
+@pytest.mark.heavy  # the console script
 def test_export_refusal_from_the_console_entry_point(tmp_path: Path) -> None:
     """The same in a fresh interpreter, as a user's shell runs it: no traceback, status 2."""
     code = (
@@ -215,6 +216,7 @@ def test_image_build_without_the_docker_sdk_exits_2(
 # --- doctor's fixes -----------------------------------------------------------------------
 
 
+@pytest.mark.heavy  # the console script
 def test_doctors_fixes_use_the_pip_of_the_interpreter_running_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

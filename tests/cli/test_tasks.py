@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import osworld_gym
 from osworld_data import OSWORLD_TASKS, needs_osworld_tasks
 
 from osworld_gym import load_tasks
+
+pytestmark = pytest.mark.heavy  # the console script, a fresh interpreter each
 
 
 def test_suites_and_lists() -> None:

@@ -6,9 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import osworld_gym
 from http_helpers import Served, file_server
 from osworld_data import OSWORLD_TASKS, needs_osworld_tasks
+
+pytestmark = pytest.mark.heavy  # the console script, a fresh interpreter each
 
 
 def write_tasks(folder: Path, base: str) -> None:

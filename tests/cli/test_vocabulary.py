@@ -128,6 +128,7 @@ def test_a_bad_value_is_one_line_and_status_2(
     assert ": error: " in err and why in err and out == ""
 
 
+@pytest.mark.heavy  # the console script
 def test_a_bad_value_from_the_console_script_is_one_line_without_traceback() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "osworld_gym.cli", "--log-level", "foo", "tasks", "suites"],
@@ -205,6 +206,7 @@ def test_new_names_give_no_warning(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.heavy  # the console script
 def test_serve_guest_help_names_its_own_command() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "osworld_gym.cli", "serve-guest", "--help"],
@@ -324,6 +326,7 @@ def trainer(entry: str, *args: str, block_train_extra: bool = False) -> subproce
 
 @pytest.mark.parametrize("prog", sorted(TRAINER_ENTRIES))
 @pytest.mark.parametrize("args", [[], ["--help"], ["--preset", "cpu"]])
+@pytest.mark.heavy  # the console script
 def test_trainer_commands_without_the_train_extra_print_the_install_hint(
     prog: str, args: list[str]
 ) -> None:
@@ -334,6 +337,7 @@ def test_trainer_commands_without_the_train_extra_print_the_install_hint(
     )
 
 
+@pytest.mark.heavy  # imports the trainer and torch
 def test_trainer_helps_show_defaults_and_version() -> None:
     from osworld_agents.trainer import config, cpu_run
 
@@ -350,6 +354,7 @@ def test_trainer_helps_show_defaults_and_version() -> None:
             parser.parse_args(["--help"])
 
 
+@pytest.mark.heavy  # the console script
 def test_osworld_arpo_select_help_has_both_option_sets() -> None:
     done = trainer("arpo_select", "--help")
     assert done.returncode == 0, done.stderr
@@ -406,6 +411,7 @@ def test_osworld_arpo_presets_and_old_names(capsys: pytest.CaptureFixture[str]) 
     assert config.suite == "desktop-basics" and not config.replay
 
 
+@pytest.mark.heavy  # the console script
 def test_osworld_arpo_without_preset_or_model_is_a_usage_error() -> None:
     done = trainer("arpo")
     assert done.returncode == 2 and done.stdout == ""

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from desktop_helpers import launch_desktop, wait_until
+from fixture_marks import needs
 from http_helpers import loopback_server, port_of
 
 from osworld_gym.evaluation.getters import GETTERS, EvalContext
@@ -81,6 +82,7 @@ class Browser:
 
 
 @pytest.fixture(scope="module")
+@needs("desktop", "apps")
 def browser(
     site: str, tmp_path_factory: pytest.TempPathFactory
 ) -> collections.abc.Iterator[Browser]:

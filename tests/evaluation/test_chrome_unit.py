@@ -392,6 +392,7 @@ def test_steps_are_supported() -> None:
         assert kind in SUPPORTED_STEP_TYPES and kind not in NEEDS
 
 
+@pytest.mark.heavy  # waits out connection timeouts
 def test_no_browser_listening(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("playwright")
     from osworld_gym.providers.ports import reserve_port

@@ -265,6 +265,7 @@ TASK = OSWORLD_TASKS / "examples/libreoffice_impress/c59742c0-4323-4b9d-8a02-723
 
 
 @needs_osworld_tasks
+@pytest.mark.heavy  # decodes audio
 def test_osworld_task_audio_in_slide_scores_like_osworld(tmp_path: Path) -> None:
     pytest.importorskip("librosa")
     import json

@@ -27,6 +27,8 @@ pytest.importorskip("fastdtw")
 cv2 = pytest.importorskip("cv2")
 pytest.importorskip("imagehash")
 
+pytestmark = pytest.mark.heavy  # librosa and numba: seconds to import
+
 compare_audios = get_metric("compare_audios")
 compare_videos = get_metric("compare_videos")
 RATE = 22050

@@ -44,11 +44,13 @@ def _score(tmp_path: Path, suite: str, files: dict[str, str] | None = None, **op
     return check_python_file_by_test_suite(paths, test_file, **options)
 
 
+@pytest.mark.heavy  # runs pytest in a subprocess
 def test_a_fixed_game_passes_and_a_buggy_one_fails(tmp_path: Path) -> None:
     assert _score(tmp_path, SUITE, {"snake.py": GAME_FIXED}) == 1.0
     assert _score(tmp_path, SUITE, {"snake.py": GAME_BUGGY}) == 0.0
 
 
+@pytest.mark.heavy  # runs pytest in a subprocess
 def test_a_missing_agent_file_scores_zero(tmp_path: Path) -> None:
     test_file = _write(tmp_path, "test.py", SUITE)
     assert check_python_file_by_test_suite([None], test_file) == 0.0
@@ -88,6 +90,7 @@ def test_the_function_name_is_an_option(tmp_path: Path) -> None:
     assert _score(tmp_path, suite, test_function_name="check") == 1.0
 
 
+@pytest.mark.heavy  # waits out a timeout
 def test_a_suite_that_hangs_is_stopped_and_scores_zero(tmp_path: Path) -> None:
     score, detail = python_tests.run_test_suite(
         [], _write(tmp_path, "test.py", "def test():\n    while True:\n        pass\n"), timeout=2

@@ -172,6 +172,7 @@ def test_unsupported_options() -> None:
     assert unsupported_options("exact_match", {"anything": 1}) == []
 
 
+@pytest.mark.heavy  # a fresh interpreter
 def test_importing_metrics_loads_no_heavy_library() -> None:
     # Measured against `import osworld_gym` itself, which may load its core dependencies.
     code = (

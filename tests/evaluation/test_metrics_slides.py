@@ -19,6 +19,8 @@ from pptx.util import Emu, Inches, Pt  # noqa: E402
 
 from osworld_gym.evaluation.metrics import get_metric, metrics_for, slides  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # python-pptx decks built and read: about 0.3 s a test
+
 compare = get_metric("compare_pptx_files")
 compare_1_0_2 = slides.compare_pptx_files_1_0_2
 

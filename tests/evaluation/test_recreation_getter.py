@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 from desktop_helpers import wait_until
+from fixture_marks import needs
 from http_helpers import loopback_server, port_of
 from osworld_data import OSWORLD_TASKS
 
@@ -184,6 +185,7 @@ def site() -> Site:
 
 
 @pytest.fixture(scope="module")
+@needs("apps")
 def online(site: Site, tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[str]:
     """The CDP endpoint of a Chromium that finds recreation.gov on the loopback server."""
     folder = tmp_path_factory.mktemp("recreation")
@@ -194,6 +196,7 @@ def online(site: Site, tmp_path_factory: pytest.TempPathFactory) -> collections.
 
 
 @pytest.fixture(scope="module")
+@needs("apps")
 def offline(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[str]:
     """The CDP endpoint of a Chromium for which no host name resolves (the site unreachable)."""
     with _chromium(tmp_path_factory.mktemp("offline"), "MAP * ~NOTFOUND") as endpoint:
@@ -324,6 +327,7 @@ def test_unreachable_site_gives_the_marker_after_three_attempts(
 
 
 @pytest.mark.parametrize("endpoint", [None, "http://127.0.0.1:9"], ids=["no-service", "refused"])
+@pytest.mark.heavy  # waits out a refused browser connection
 def test_unreachable_browser_gives_the_marker_at_once(tmp_path: Path, endpoint: str | None) -> None:
     getter = get_gotoRecreationPage_and_get_html_content
     # No second browser is started (OSWorld would launch one on the desktop).

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_marks import needs
 
 from osworld_gym.guest import a11y
 
@@ -249,6 +250,7 @@ class A11yDesktop:
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def a11y_desktop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[A11yDesktop]:
     """A display running mousepad with TYPED typed into it."""
     if shutil.which("Xvfb") is None:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import requests
 from desktop_helpers import bare_display
+from fixture_marks import needs
 
 from osworld_gym.errors import ActionError, GuestHTTPError
 from osworld_gym.guest import protocol, routes_files
@@ -121,6 +122,7 @@ def test_client_refuses_an_oversized_batch_for_an_official_guest() -> None:
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def display() -> collections.abc.Iterator[str]:
     """A bare Xvfb display (chosen by Xvfb itself)."""
     with bare_display("320x240") as name:

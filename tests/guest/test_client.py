@@ -8,6 +8,7 @@ import time
 
 import pytest
 from desktop_helpers import SMALL_SCREEN, launch_desktop, wait_until
+from fixture_marks import needs
 
 from osworld_gym.errors import (
     GuestHTTPError,
@@ -61,6 +62,7 @@ def test_wait_until_ready_has_a_deadline() -> None:
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def official() -> collections.abc.Iterator[LocalDesktop]:
     with launch_desktop(official_guest=True, use_token=False) as desktop:
         yield desktop

@@ -13,6 +13,7 @@ import os
 import pytest
 import requests
 from desktop_helpers import launch_desktop, wait_until
+from fixture_marks import needs
 
 from osworld_gym.providers.local.provider import LocalDesktop
 
@@ -22,6 +23,7 @@ BAD_NUMBERS = ["NaN", "Infinity", "-Infinity", "null", "[1]", '{"s": 1}', "true"
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def desktop() -> collections.abc.Iterator[LocalDesktop]:
     with launch_desktop() as launched:
         yield launched

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 import requests
 from desktop_helpers import launch_desktop, wait_until
+from fixture_marks import needs
 
 from osworld_gym.providers.local.provider import LocalDesktop
 
@@ -33,6 +34,7 @@ FILE_LIMIT = 1024
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def desktop() -> collections.abc.Iterator[LocalDesktop]:
     with launch_desktop() as launched:
         yield launched

@@ -36,6 +36,7 @@ from typing import Any
 
 import pytest
 from desktop_helpers import launch_desktop, wait_until
+from fixture_marks import needs
 from guest_fuzz_support import (
     ANY_JSON,
     AUTH_CHOICES,
@@ -127,6 +128,7 @@ def _png() -> bytes:
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def guest() -> collections.abc.Iterator[Guest]:
     with launch_desktop(sandbox=True) as desktop:
         client = desktop.client

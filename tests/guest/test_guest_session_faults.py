@@ -13,6 +13,7 @@ import signal
 
 import pytest
 from desktop_helpers import launch_desktop, wait_until
+from fixture_marks import needs
 
 from osworld_gym.providers.local.provider import LocalDesktop
 
@@ -20,6 +21,7 @@ pytestmark = pytest.mark.desktop
 
 
 @pytest.fixture()
+@needs("desktop")
 def desktop() -> collections.abc.Iterator[LocalDesktop]:
     with launch_desktop(accessibility=True) as launched:
         yield launched

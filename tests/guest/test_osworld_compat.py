@@ -16,6 +16,7 @@ import time
 import pytest
 import requests
 from desktop_helpers import SMALL_SCREEN, launch_desktop, wait_until
+from fixture_marks import needs
 from PIL import Image
 
 from osworld_gym.providers.local.provider import LocalDesktop
@@ -25,6 +26,7 @@ JSON = {"Content-Type": "application/json"}
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def osworld_desktop() -> collections.abc.Iterator[LocalDesktop]:
     # The host's network: download_file fetches from a server this module starts on the host's
     # loopback (a private network reaches only the host ports named at launch).

@@ -17,6 +17,7 @@ from typing import Any
 
 import pool_desktops
 import pytest
+from fixture_marks import needs
 
 from osworld_gym import load_tasks
 from osworld_gym.integrations import DesktopLeases
@@ -113,6 +114,7 @@ def endpoint() -> Iterator[Endpoint]:
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DesktopLeases]:
     work_dir: Path = tmp_path_factory.mktemp("episode-desktops")
     kwargs = {

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pool_desktops
 import pytest
+from fixture_marks import needs
 from pool_fakes import FakeFactory
 
 from osworld_gym import load_tasks
@@ -259,6 +260,7 @@ def test_shared_desks_are_one_per_configuration_and_close_at_request() -> None:
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def ui_desk(tmp_path_factory: pytest.TempPathFactory) -> DesktopLeases:
     work_dir: Path = tmp_path_factory.mktemp("lease-desktops")
     kwargs = {

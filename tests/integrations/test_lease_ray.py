@@ -8,6 +8,7 @@ import os
 
 import pool_fakes
 import pytest
+from fixture_marks import needs
 from pool_fakes import FakeFactory
 
 from osworld_gym.integrations import DesktopLeases
@@ -18,6 +19,7 @@ pytestmark = pytest.mark.trainers
 
 
 @pytest.fixture(scope="module", autouse=True)
+@needs("ray")
 def local_ray() -> collections.abc.Iterator[None]:
     """A local Ray on loopback (tests/integrations/conftest.py pins it there)."""
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from fixture_marks import needs
 from PIL import Image
 from pool_fakes import FakeFactory
 
@@ -35,6 +36,8 @@ from osworld_gym.cli import main as cli_main
 from osworld_gym.errors import DependencyNotInstalled
 from osworld_gym.integrations.lease import DesktopLeases
 from osworld_gym.pool import PoolConfig
+
+pytestmark = pytest.mark.heavy  # OpenEnv's stack takes seconds to import
 
 try:
     import uvicorn
@@ -254,6 +257,7 @@ def _healthy(url: str) -> bool:
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """``osworld-gym serve-env`` with 2 local ui-basics desktops on a free loopback port."""
     from osworld_gym.policies.oracles.ui_basics import SUITE

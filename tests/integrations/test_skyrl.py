@@ -29,6 +29,7 @@ from typing import Any
 import pool_desktops
 import pytest
 import side_venv
+from fixture_marks import needs
 from PIL import Image
 from pool_fakes import FakeFactory
 from wheel_helpers import find_python
@@ -274,6 +275,7 @@ def test_an_abandoned_trajectory_returns_its_desktop(fake_desk: dict[str, Any]) 
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def work_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     folder = tmp_path_factory.mktemp("skyrl-desktops")
     yield folder

@@ -22,6 +22,7 @@ from typing import Any
 
 import pool_desktops
 import pytest
+from fixture_marks import needs
 
 pytest.importorskip("trl")
 
@@ -158,6 +159,7 @@ def test_reset_faults_retry_on_another_desktop_then_drop_the_rollout(
 
 
 @pytest.fixture(scope="module")
+@needs("heavy")
 def tiny_processor(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from osworld_agents.models.tiny_qwen import build_tiny_qwen
 
@@ -221,6 +223,7 @@ class _NotQwen:
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def work_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     folder = tmp_path_factory.mktemp("trl-desktops")
     yield folder

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_marks import needs
 from side_venv import ensure_venv, run_in_venv
 
 from osworld_gym.errors import DependencyNotInstalled
@@ -54,6 +55,7 @@ def test_module_without_verl_names_the_extra() -> None:
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")  # the cases drive real local desktops
 def verl_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
     """Run every case once in the side venv: the JSON report and the script's output."""
     python = ensure_venv("verl", VERL_STEPS, inherit=True)

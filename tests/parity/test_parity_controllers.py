@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from desktop_helpers import launch_desktop, wait_until
+from fixture_marks import needs
 from PIL import Image
 
 from osworld_gym.providers.local.provider import LocalDesktop
@@ -31,6 +32,7 @@ CALL_TIMEOUT_S = 240.0
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def desktop() -> collections.abc.Iterator[LocalDesktop]:
     with launch_desktop(use_token=False) as launched:
         yield launched

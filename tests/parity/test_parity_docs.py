@@ -20,6 +20,7 @@ import pytest
 from docx.enum.section import WD_ORIENT
 from docx.enum.text import WD_ALIGN_PARAGRAPH, WD_BREAK, WD_COLOR_INDEX, WD_TAB_ALIGNMENT
 from docx.shared import Inches, Pt, RGBColor
+from fixture_marks import needs
 from office_convert import convert
 from parity_harness import ABSENT, OSWorld, assert_same_score, real_checks
 
@@ -189,6 +190,7 @@ LO_BASES: dict[str, Build] = {
 
 
 @pytest.fixture(scope="module")
+@needs("apps")
 def lo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """``LO_BASES`` written by python-docx, saved by LibreOffice as .docx and as .odt."""
     folder = tmp_path_factory.mktemp("lo-docs")

@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 from desktop_helpers import launch_desktop, wait_until
+from fixture_marks import needs
 from getter_clock import Clock, our_clock
 from http_helpers import Served, file_server
 from osworld_data import needs_osworld_tasks, task_files
@@ -218,6 +219,7 @@ def cases_of(folder: Path, getter: str, configs: list[dict[str, Any]]) -> list[C
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def desktop() -> collections.abc.Iterator[LocalDesktop]:
     with launch_desktop(use_token=False) as launched:
         yield launched

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_marks import needs
 from parity_harness import ABSENT, OSWorld, assert_same_score, make_file, real_rules
 
 from osworld_gym.evaluation.metrics.registry import metrics_for
@@ -126,6 +127,7 @@ LO_TEXTS = {
 
 
 @pytest.fixture(scope="module")
+@needs("apps")
 def lo_pdfs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """PDFs exported by LibreOffice from plain texts (one soffice run)."""
     from office_convert import convert
@@ -454,6 +456,7 @@ COMPARE_HTMLS = [
 
 
 @pytest.fixture(scope="module")
+@needs("apps")
 def lo_htmls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """HTML tables exported by LibreOffice Calc from CSV files (one soffice run)."""
     from office_convert import convert

@@ -20,6 +20,7 @@ from typing import Any
 
 import pptx
 import pytest
+from fixture_marks import needs
 from lxml import etree
 from office_convert import convert, patch_zip
 from parity_harness import ABSENT, OSWorld, assert_same_score, real_checks
@@ -620,6 +621,7 @@ LO_BASES: dict[str, Build] = {
 
 
 @pytest.fixture(scope="module")
+@needs("apps")
 def lo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("lo-slides")
     sources = []

@@ -21,6 +21,7 @@ from typing import Any
 
 import openpyxl
 import pytest
+from fixture_marks import needs
 from office_convert import convert, patch_zip
 from openpyxl.chart import BarChart, LineChart, PieChart, Reference
 from openpyxl.formatting.rule import CellIsRule, FormulaRule, Rule
@@ -301,6 +302,7 @@ LO_BASES: dict[str, Build] = {
 
 
 @pytest.fixture(scope="module")
+@needs("apps")
 def lo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The ``LO_BASES`` books written by openpyxl, then saved by LibreOffice as .xlsx."""
     folder = tmp_path_factory.mktemp("lo-table")

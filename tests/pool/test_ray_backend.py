@@ -16,6 +16,7 @@ import pool_fakes
 import psutil
 import pytest
 from desktop_helpers import wait_until
+from fixture_marks import needs
 from pool_desktops import SOLUTIONS, UNSOLVED, processes_under, scripted_policy, spec
 from pool_fakes import FakeFactory
 
@@ -24,11 +25,14 @@ from osworld_gym.pool import EnvPool, PoolConfig, RayBackendConfig
 from osworld_gym.pool.collector import CollectorConfig, RolloutCollector
 
 ray = pytest.importorskip("ray", reason="pip install 'osworld-gym[ray]'")
+
+pytestmark = pytest.mark.ray
 LABEL = "desktop:127.0.0.1"
 BACKEND = RayBackendConfig(num_cpus=0.25, resource_prefix="desktop:")
 
 
 @pytest.fixture(scope="module", autouse=True)
+@needs("ray")
 def local_ray() -> collections.abc.Iterator[None]:
     """A local Ray on loopback for this module, with 16 units of a desktop-host resource."""
     ray.init(num_cpus=2, include_dashboard=False, resources={LABEL: 16}, log_to_driver=False)

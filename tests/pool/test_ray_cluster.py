@@ -12,6 +12,7 @@ import sys
 
 import pool_fakes
 import pytest
+from fixture_marks import needs
 from pool_fakes import FakeFactory
 
 from osworld_gym.pool import EnvPool, RayBackendConfig
@@ -19,11 +20,14 @@ from osworld_gym.pool.collector import CollectorConfig, RolloutCollector
 
 ray = pytest.importorskip("ray", reason="pip install 'osworld-gym[ray]'")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
+
+pytestmark = pytest.mark.ray
 BACKEND = RayBackendConfig(num_cpus=0.1, resource_prefix="desktop:")
 HOSTS = ("desktop:host-a", "desktop:host-b")
 
 
 @pytest.fixture(scope="module")
+@needs("ray")
 def cluster() -> collections.abc.Iterator[object]:
     """A head node and a second node, both on 127.0.0.1, each a desktop host of 4 envs."""
     cluster = cluster_utils.Cluster(

@@ -6,6 +6,7 @@ import shutil
 
 import pytest
 from desktop_helpers import launch_desktop, wait_until
+from fixture_marks import needs
 from pdf_files import text_pdf_bytes
 
 from osworld_gym.providers.desktop import gnome_session
@@ -18,6 +19,7 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def desktop() -> LocalDesktop:
     with launch_desktop() as launched:
         yield launched

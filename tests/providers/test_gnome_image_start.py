@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from desktop_helpers import bare_display
+from fixture_marks import needs
 
 from osworld_gym.providers.desktop import gnome_image, gnome_session
 
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture()
+@needs("desktop")
 def display() -> collections.abc.Iterator[str]:
     from Xlib import display as xdisplay
 

@@ -14,6 +14,7 @@ import collections.abc
 import numpy as np
 import pytest
 from desktop_helpers import launch_desktop, wait_until
+from fixture_marks import needs
 
 from osworld_gym.providers.desktop import gnome_session
 from osworld_gym.providers.local.provider import LocalDesktop
@@ -49,6 +50,7 @@ def _session_pids(desktop: LocalDesktop) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def desktop() -> collections.abc.Iterator[LocalDesktop]:
     with launch_desktop(session="gnome", screen_size=SCREEN) as launched:
         yield launched

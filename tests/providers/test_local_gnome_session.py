@@ -13,6 +13,7 @@ import time
 import numpy as np
 import pytest
 from desktop_helpers import launch_desktop, wait_until
+from fixture_marks import needs
 
 from osworld_gym.errors import ProviderError
 from osworld_gym.providers.desktop import gnome_session
@@ -34,6 +35,7 @@ def _sh(desktop: LocalDesktop, command: str) -> str:
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def desktop() -> LocalDesktop:
     with launch_desktop(session="gnome", screen_size=(1280, 720)) as launched:
         yield launched

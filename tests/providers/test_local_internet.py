@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixture_marks import needs
 
 from osworld_gym.providers.local import outbound
 
@@ -26,6 +27,7 @@ PAGE = "hello from the made-up internet\n"
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def results() -> dict[str, list]:
     assert outbound.available() is None, outbound.available()
     done = subprocess.run(

@@ -12,6 +12,7 @@ import signal
 
 import pytest
 from desktop_helpers import SMALL_SCREEN, launch_desktop, wait_until
+from fixture_marks import needs
 from Xlib import X, display
 
 from osworld_gym.guest.capture import SEGMENT_PREFIX
@@ -22,6 +23,7 @@ pytestmark = pytest.mark.desktop
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def wm_desktop() -> collections.abc.Iterator[LocalDesktop]:
     with launch_desktop() as desktop:
         yield desktop

@@ -86,6 +86,7 @@ def test_a_released_reservation_removes_its_lock_file(tmp_path: Path) -> None:
     assert _lock_files(tmp_path) == []
 
 
+@pytest.mark.heavy  # many processes
 def test_processes_reserving_in_a_loop_never_share_a_port_and_leave_no_file(
     tmp_path: Path,
 ) -> None:

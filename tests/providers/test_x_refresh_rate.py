@@ -12,11 +12,13 @@ import subprocess
 
 import pytest
 from desktop_helpers import bare_display
+from fixture_marks import needs
 
 from osworld_gym.providers.desktop import x_state
 
 
 @pytest.fixture()
+@needs("desktop")
 def display() -> collections.abc.Iterator[str]:
     with bare_display("800x600") as name:
         yield name

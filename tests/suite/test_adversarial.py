@@ -30,6 +30,7 @@ from adversarial_cases import (
     attack,
 )
 from desktop_helpers import launch_desktop
+from fixture_marks import needs
 from PIL import Image
 
 from osworld_gym import load_tasks
@@ -102,6 +103,7 @@ def _env(session: str = "minimal") -> OSWorldEnv:
 # Both sessions: GNOME (OSWorld's task files' default) keeps its shell, buses and daemons over
 # resets, so what the next episode meets there is the kept session's.
 @pytest.fixture(scope="module")
+@needs("desktop", "apps")
 def battery(request: pytest.FixtureRequest) -> collections.abc.Iterator[Battery]:
     session = request.param
     if session == "gnome" and gnome_session.available() is not None:

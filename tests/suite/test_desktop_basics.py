@@ -14,6 +14,7 @@ from importlib import resources
 
 import pytest
 from desktop_helpers import run_episode
+from fixture_marks import needs
 from oracles_office import ORACLES as OFFICE_ORACLES
 from oracles_system import ORACLES as SYSTEM_ORACLES
 
@@ -33,6 +34,7 @@ TASKS = load_tasks(SUITE)
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def env() -> collections.abc.Iterator[OSWorldEnv]:
     with OSWorldEnv(
         tasks=SUITE, action_format="structured", screen_size=(1280, 720), max_steps=30, offline=True
@@ -77,6 +79,7 @@ GNOME_SAMPLE = (
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def gnome_env() -> collections.abc.Iterator[OSWorldEnv]:
     if gnome_session.available() is not None:
         pytest.skip(f"no GNOME session here: {gnome_session.available()}")

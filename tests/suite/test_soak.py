@@ -77,7 +77,12 @@ def _docker_engine_or_skip() -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(2400)
 @pytest.mark.parametrize(
-    "provider", [pytest.param("local", marks=pytest.mark.desktop), "docker", "qemu"]
+    "provider",
+    [
+        pytest.param("local", marks=pytest.mark.desktop),
+        pytest.param("docker", marks=pytest.mark.docker),
+        pytest.param("qemu", marks=pytest.mark.desktop),
+    ],
 )
 def test_soak_accounts_every_episode_and_leaves_nothing(provider: str, tmp_path: Path) -> None:
     if provider == "docker":

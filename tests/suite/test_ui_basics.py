@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from fixture_marks import needs
 
 from osworld_gym import load_tasks, parse_action
 from osworld_gym.env import OSWorldEnv
@@ -200,6 +201,7 @@ def test_generator_reproduces_the_task_files() -> None:
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def env() -> collections.abc.Iterator[OSWorldEnv]:
     with OSWorldEnv(
         tasks=SUITE, action_format="uitars", screen_size=SCREEN_SIZE, max_steps=5, offline=True

@@ -16,14 +16,15 @@ from typing import Any
 
 import pytest
 from desktop_helpers import run_episode
+from fixture_marks import needs
 from http_helpers import loopback_server, port_of
-from real_tasks import real_env, real_provider, real_task, task_id, with_urls
+from real_tasks import kind_marks, real_env, real_provider, real_task, task_id, with_urls
 
 from osworld_gym.actions import Click, Done, Hotkey, Wait
 from osworld_gym.env import OSWorldEnv
 
 pytest.importorskip("playwright.sync_api")
-pytestmark = [pytest.mark.desktop, pytest.mark.apps, pytest.mark.osworld_tasks]
+pytestmark = [pytest.mark.desktop, pytest.mark.apps, pytest.mark.osworld_tasks, *kind_marks()]
 
 REOPEN_CLOSED_TAB = "06fe7178"  # chrome_open_tabs x3, chrome_close_tabs x1; open_tabs_info
 BOOKMARK_TO_BAR = "7a5a7856"  # chrome_open_tabs x2; bookmarks after pkill chrome + relaunch
@@ -53,6 +54,7 @@ def site() -> collections.abc.Iterator[str]:
 
 
 @pytest.fixture(scope="module")
+@needs("desktop", "apps")
 def env(
     site: str, tmp_path_factory: pytest.TempPathFactory
 ) -> collections.abc.Iterator[OSWorldEnv]:

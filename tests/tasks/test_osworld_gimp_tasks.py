@@ -14,18 +14,20 @@ import collections.abc
 
 import pytest
 from desktop_helpers import run_episode
-from real_tasks import real_env, real_task, shell, task_id
+from fixture_marks import needs
+from real_tasks import kind_marks, real_env, real_task, shell, task_id
 
 from osworld_gym.actions import Click, Done, Hotkey, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
 
-pytestmark = [pytest.mark.desktop, pytest.mark.apps, pytest.mark.osworld_tasks]
+pytestmark = [pytest.mark.desktop, pytest.mark.apps, pytest.mark.osworld_tasks, *kind_marks()]
 
 UNDO_LEVELS = "7b7617bd"  # (undo-levels 100) in gimprc
 HIDE_DOCKS = "d52d6308"  # (hide-docks yes) in sessionrc
 
 
 @pytest.fixture(scope="module")
+@needs("desktop", "apps")
 def env(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[OSWorldEnv]:
     tasks = [real_task("gimp", task) for task in (UNDO_LEVELS, HIDE_DOCKS)]
     cache = tmp_path_factory.mktemp("cache")

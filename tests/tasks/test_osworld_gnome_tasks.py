@@ -11,8 +11,17 @@ import collections.abc
 import gymnasium as gym
 import pytest
 from desktop_helpers import run_episode
+from fixture_marks import needs
 from osworld_data import require_osworld_tasks
-from real_tasks import SCREEN, desktop_kind, real_env, real_provider, real_task, task_id
+from real_tasks import (
+    SCREEN,
+    desktop_kind,
+    kind_marks,
+    real_env,
+    real_provider,
+    real_task,
+    task_id,
+)
 
 from osworld_gym.actions import Click, Done, Hotkey, Move, RightClick, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
@@ -25,6 +34,7 @@ pytestmark = [
         desktop_kind() == "local" and gnome_session.available() is not None,
         reason=f"no GNOME session here: {gnome_session.available()}",
     ),
+    *kind_marks(),
 ]
 
 # os: "set my current time zone to UTC+0", scored by `timedatectl status`; its setup clicks the
@@ -46,6 +56,7 @@ UNPIN = (116, 107)
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def env(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[OSWorldEnv]:
     provider = real_provider(session="gnome")
     cache = tmp_path_factory.mktemp("cache")

@@ -24,13 +24,14 @@ from typing import Any
 
 import pytest
 from desktop_helpers import run_episode
-from real_tasks import real_env, real_task, task_id
+from fixture_marks import needs
+from real_tasks import kind_marks, real_env, real_task, task_id
 
 from osworld_gym.actions import Click, Done, Hotkey, Press, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
 from osworld_gym.tasks.placeholders import download_cache_name
 
-pytestmark = [pytest.mark.desktop, pytest.mark.apps, pytest.mark.osworld_tasks]
+pytestmark = [pytest.mark.desktop, pytest.mark.apps, pytest.mark.osworld_tasks, *kind_marks()]
 
 TIME_TIMES_RATE = "357ef137"  # Calc: check_cell E3 ~ 191.6667 (rules only, no reference)
 TIMES_NEW_ROMAN = "0e763496"  # Writer: compare_font_names against a rule
@@ -107,6 +108,7 @@ def _cache_documents(cache: Path, task: dict[str, Any]) -> None:
 
 
 @pytest.fixture(scope="module")
+@needs("desktop", "apps")
 def env(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[OSWorldEnv]:
     tasks = [real_task(domain, task) for domain, task in TASKS]
     cache = tmp_path_factory.mktemp("cache")

@@ -16,14 +16,15 @@ from typing import Any
 import numpy as np
 import pytest
 from desktop_helpers import run_episode
+from fixture_marks import needs
 from http_helpers import loopback_server, port_of
 from PIL import Image
-from real_tasks import real_env, real_provider, real_task, shell, with_urls
+from real_tasks import kind_marks, real_env, real_provider, real_task, shell, with_urls
 
 from osworld_gym.actions import Done, Fail, Hotkey, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
 
-pytestmark = [pytest.mark.desktop, pytest.mark.apps, pytest.mark.osworld_tasks]
+pytestmark = [pytest.mark.desktop, pytest.mark.apps, pytest.mark.osworld_tasks, *kind_marks()]
 
 COMPRESS_IMAGE = "3c8f201a"  # download an image, compress it under 600 KB with GIMP
 IMPRESS_TO_VIDEO = "6d72aad6"  # infeasible: Impress has no video export
@@ -66,6 +67,7 @@ def site() -> collections.abc.Iterator[str]:
 
 
 @pytest.fixture(scope="module")
+@needs("desktop", "apps")
 def env(
     site: str, tmp_path_factory: pytest.TempPathFactory
 ) -> collections.abc.Iterator[OSWorldEnv]:

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 from desktop_helpers import run_episode
-from real_tasks import real_env, real_task, task_id
+from fixture_marks import needs
+from real_tasks import kind_marks, real_env, real_task, task_id
 
 from osworld_gym.actions import Done, Fail, Hotkey, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
 
-pytestmark = [pytest.mark.desktop, pytest.mark.apps]
+pytestmark = [pytest.mark.desktop, pytest.mark.apps, *kind_marks()]
 
 RENAME_DIRECTORY = "e0df059f"  # sudo mkdir ~/Desktop/todo_list_Jan_1 in setup; rename it
 LARGER_TEXT = "3ce045a0"  # checked with gsettings and bc
@@ -33,6 +34,7 @@ def in_terminal(*commands: str) -> list:
 
 
 @pytest.fixture(scope="module")
+@needs("desktop", "apps")
 def env(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[OSWorldEnv]:
     ids = (RENAME_DIRECTORY, LARGER_TEXT, COPY_HIERARCHY, MAX_VOLUME)
     tasks = [real_task("os", task) for task in ids]

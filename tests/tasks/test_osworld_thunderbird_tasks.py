@@ -22,13 +22,14 @@ from typing import Any
 
 import pytest
 from desktop_helpers import wait_until
-from real_tasks import real_env, real_task
+from fixture_marks import needs
+from real_tasks import kind_marks, real_env, real_task
 
 from osworld_gym.actions import Click, Done, Press, RightClick, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
 from osworld_gym.tasks.placeholders import download_cache_name
 
-pytestmark = [pytest.mark.desktop, pytest.mark.apps, pytest.mark.osworld_tasks]
+pytestmark = [pytest.mark.desktop, pytest.mark.apps, pytest.mark.osworld_tasks, *kind_marks()]
 
 LOCAL_FOLDERS = "a10b69e1"  # two folders, checked on `ls -R` of Local Folders (check_list)
 NO_QUOTE = "f201fbc3"  # mail.identity.id1.auto_quote = false in prefs.js
@@ -130,6 +131,7 @@ def _cache_profile(cache: Path, task: dict[str, Any], tarball: bytes) -> None:
 
 
 @pytest.fixture(scope="module")
+@needs("desktop", "apps")
 def env(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[OSWorldEnv]:
     tasks = [real_task("thunderbird", task) for task in (LOCAL_FOLDERS, NO_QUOTE, SIGNATURE)]
     cache = tmp_path_factory.mktemp("cache")

@@ -15,12 +15,13 @@ import collections.abc
 
 import pytest
 from desktop_helpers import run_episode
-from real_tasks import real_env, real_task, shell, task_id
+from fixture_marks import needs
+from real_tasks import kind_marks, real_env, real_task, shell, task_id
 
 from osworld_gym.actions import Click, Done, Hotkey, TypeText, Wait
 from osworld_gym.env import OSWorldEnv
 
-pytestmark = [pytest.mark.desktop, pytest.mark.apps, pytest.mark.osworld_tasks]
+pytestmark = [pytest.mark.desktop, pytest.mark.apps, pytest.mark.osworld_tasks, *kind_marks()]
 
 RECORDINGS_FOLDER = "8ba5ae7a"  # input-record-path, read from vlcrc with VLC running
 MAX_VOLUME = "9195653c"  # qt-max-volume; postconfig: pkill vlc, relaunch, read vlcrc
@@ -28,6 +29,7 @@ PRIVACY_DIALOG = "Privacy and Network Access Policy"
 
 
 @pytest.fixture(scope="module")
+@needs("desktop", "apps")
 def env(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[OSWorldEnv]:
     tasks = [real_task("vlc", task) for task in (RECORDINGS_FOLDER, MAX_VOLUME)]
     cache = tmp_path_factory.mktemp("cache")

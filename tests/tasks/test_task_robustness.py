@@ -354,11 +354,13 @@ def check_mutated(source: Path, text: str) -> None:
 @needs_osworld_tasks
 @FUZZ
 @given(mutated_files(REAL_FILES or [Path("absent")]))  # skipped then: sampled_from needs one
+@pytest.mark.heavy  # hypothesis over every task file
 def test_mutated_osworld_task_files_load_or_name_the_file(mutated: tuple[Path, str]) -> None:
     check_mutated(*mutated)
 
 
 @FUZZ
 @given(mutated_files(BUNDLED_FILES))
+@pytest.mark.heavy  # hypothesis over every task file
 def test_mutated_bundled_task_files_load_or_name_the_file(mutated: tuple[Path, str]) -> None:
     check_mutated(*mutated)

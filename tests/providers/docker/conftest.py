@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from fixture_marks import needs
 
 REPO = Path(__file__).resolve().parents[3]
 START_DOCKER = REPO / "scripts" / "start_docker.sh"
@@ -28,6 +29,7 @@ def _sdk_or_skip() -> None:
 
 
 @pytest.fixture(scope="session")
+@needs("docker")
 def docker_engine() -> collections.abc.Iterator[object]:
     """A docker client of a running engine (started here when possible)."""
     _sdk_or_skip()
@@ -49,6 +51,7 @@ def docker_engine() -> collections.abc.Iterator[object]:
 
 
 @pytest.fixture(scope="session")
+@needs("docker")
 def guest_image(docker_engine: object) -> str:
     """The ID of our guest image, built (or found cached) once per session."""
     from osworld_gym.errors import ProviderError

@@ -170,6 +170,7 @@ def test_a_port_in_use_is_skipped(tmp_path: Path) -> None:
                 assert r.port == free
 
 
+@pytest.mark.heavy  # many processes
 def test_parallel_processes_never_get_the_same_port(tmp_path: Path) -> None:
     """8 processes reserve 15 ports each from a range of 200 at once: no port twice."""
     code = (
@@ -216,6 +217,7 @@ def test_a_killed_holder_releases_its_port(tmp_path: Path) -> None:
 # --- image content hash -----------------------------------------------------------------------
 
 
+@pytest.mark.heavy  # builds wheels
 def test_image_content_hash_is_stable_across_wheel_builds(tmp_path: Path) -> None:
     """Two bundles of the same sources hash the same (wheel timestamps differ); edits do not."""
     recipe = REPO / "vm_images" / "build_rootfs.sh"

@@ -20,6 +20,7 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 import requests
+from fixture_marks import needs
 
 import osworld_gym  # noqa: F401 - registers OSWorld-v0
 from osworld_gym.actions import Done, TypeText
@@ -65,6 +66,7 @@ def config(image_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> QemuPro
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def vm(config: QemuProviderConfig) -> collections.abc.Iterator[QemuDesktop]:
     desktop = QemuProvider(config).launch()
     assert isinstance(desktop, QemuDesktop)

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fixture_marks import needs
 
 from osworld_gym.errors import ProviderError
 from osworld_gym.providers import make_provider, processes
@@ -40,6 +41,7 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")  # every test using it boots a VM
 def blank_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("image") / "blank.qcow2"
     subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", str(path), "64M"], check=True)

@@ -10,12 +10,14 @@ import collections.abc
 from pathlib import Path
 
 import pytest
+from fixture_marks import needs
 from test_qemu_image import SCREEN, image_dir, pytestmark  # noqa: F401 - fixture and marks
 
 from osworld_gym.providers.qemu.provider import QemuDesktop, QemuProvider, QemuProviderConfig
 
 
 @pytest.fixture(scope="module")
+@needs("desktop")
 def vm(
     image_dir: Path,  # noqa: F811
     tmp_path_factory: pytest.TempPathFactory,

@@ -6,6 +6,7 @@ import collections.abc
 
 import pytest
 from desktop_helpers import launch_desktop
+from fixture_marks import needs
 from sshd_helpers import running_sshd
 
 from osworld_gym.providers.local.provider import LocalDesktop
@@ -20,6 +21,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> collections.abc.Iterator[S
 
 
 @pytest.fixture(scope="package")
+@needs("desktop")
 def guests() -> collections.abc.Iterator[list[LocalDesktop]]:
     """Two running guest servers (local desktops, each with its own token) to attach to."""
     with launch_desktop() as first, launch_desktop() as second:

@@ -132,6 +132,7 @@ def test_list_directory_expands_home_and_sorts(guest: OSWorldGuestDouble) -> Non
         assert [c["name"] for c in home["children"]] == ["Desktop", "projects"]
 
 
+@pytest.mark.heavy  # the console script
 def test_run_script_runs_once_with_its_result(guest: OSWorldGuestDouble) -> None:
     with GuestClient(guest.url) as client:
         # /run_bash_script itself: OSWorld's 500 is read as the (useless) result it carries.
@@ -257,6 +258,7 @@ def _osworld_gym(*args: str) -> subprocess.CompletedProcess[str]:
         (("--guest-url", "http://127.0.0.1:9", "--guest-token-env", "NO_SUCH_VAR_X"), "not set"),
     ],
 )
+@pytest.mark.heavy  # the console script
 def test_run_remote_usage_errors(tmp_path: Path, extra: tuple[str, ...], expected: str) -> None:
     results = tmp_path / "results"
     done = _osworld_gym("run", "--provider", "remote", "--output-dir", str(results), *extra)
@@ -265,11 +267,13 @@ def test_run_remote_usage_errors(tmp_path: Path, extra: tuple[str, ...], expecte
     assert not results.exists()  # nothing started
 
 
+@pytest.mark.heavy  # the console script
 def test_run_guest_url_for_another_provider_is_a_usage_error(tmp_path: Path) -> None:
     done = _osworld_gym("run", "--guest-url", "http://127.0.0.1:9", "--output-dir", str(tmp_path))
     assert done.returncode == 2 and "for --provider remote" in done.stderr
 
 
+@pytest.mark.heavy  # the console script
 def test_run_on_osworlds_server(guest: OSWorldGuestDouble, tmp_path: Path) -> None:
     """`osworld-gym run --provider remote --guest-url ...` scores a task on the guest."""
     task_file = tmp_path / f"{TASK['id']}.json"

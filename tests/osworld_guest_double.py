@@ -85,6 +85,8 @@ class OSWorldGuestDouble:
         requests: ``(method, path)`` of every request, in order.
         launched: Commands ``/setup/launch`` was given.
         bash_script_runs: Scripts ``/run_bash_script`` ran.
+        dead: Set to make it drop every request unanswered, kept-alive connections included,
+            as a VM that died would (``osworld_guest`` also stops listening on exit).
     """
 
     url: str
@@ -94,6 +96,7 @@ class OSWorldGuestDouble:
     requests: list[tuple[str, str]] = field(default_factory=list)
     launched: list[Any] = field(default_factory=list)
     bash_script_runs: int = 0
+    dead: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -133,6 +136,9 @@ class OSWorldGuestDouble:
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out as separate writes: with Nagle's algorithm on, the body waits
+    # for the client's delayed ACK of the headers (40 ms a request on Linux).
+    disable_nagle_algorithm = True
     double: OSWorldGuestDouble
     png: bytes
 
@@ -148,6 +154,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     # --- plumbing ------------------------------------------------------------------------
 
     def _dispatch(self, method: str) -> None:
+        if self.double.dead:
+            self.close_connection = True  # no answer: the client sees the connection drop
+            return
         path = urllib.parse.urlsplit(self.path).path
         length = int(self.headers.get("Content-Length") or 0)
         self.body = self.rfile.read(length) if length else b""
@@ -341,22 +350,34 @@ def _screen_png(size: tuple[int, int]) -> bytes:
     return buffer.getvalue()
 
 
-def _install_tools(tools: Path) -> None:
-    """The pyautogui stand-in, and ``python`` meaning this interpreter (as on the VM's PATH)."""
+def _install_tools(tools: Path, python_flags: tuple[str, ...] = ()) -> None:
+    """The pyautogui stand-in, and ``python`` meaning this interpreter (as on the VM's PATH).
+
+    With ``python_flags``, ``python`` is a script running this interpreter with them first.
+    """
     (tools / "lib").mkdir(parents=True)
     (tools / "lib" / "pyautogui.py").write_text(PYAUTOGUI_STUB)
     (tools / "bin").mkdir()
-    (tools / "bin" / "python").symlink_to(sys.executable)
+    python = tools / "bin" / "python"
+    if not python_flags:
+        python.symlink_to(sys.executable)
+        return
+    flags = " ".join(shlex.quote(flag) for flag in python_flags)
+    python.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} {flags} "$@"\n')
+    python.chmod(0o755)
 
 
 @contextlib.contextmanager
 def osworld_guest(
-    root: Path, screen: tuple[int, int] = OSWORLD_SCREEN
+    root: Path, screen: tuple[int, int] = OSWORLD_SCREEN, python_flags: tuple[str, ...] = ()
 ) -> collections.abc.Iterator[OSWorldGuestDouble]:
-    """Run the double on 127.0.0.1 with its home and tools under ``root``; stop afterwards."""
+    """Run the double on 127.0.0.1 with its home and tools under ``root``; stop afterwards.
+
+    ``python_flags`` go to every ``python`` the commands run (``("-S",)`` skips ``site``).
+    """
     home, tools = root / "home", root / "tools"
     (home / "Desktop").mkdir(parents=True)
-    _install_tools(tools)
+    _install_tools(tools, python_flags)
     double = OSWorldGuestDouble(url="", home=home, screen=screen, tools=tools)
     handler = type("OSWorldHandler", (_Handler,), {"double": double, "png": _screen_png(screen)})
     with loopback_server(handler) as url:
