@@ -429,6 +429,23 @@ def remove_stale_socket(path: str) -> bool:
     return True
 
 
+def remove_sockets_once_released(paths: Iterable[str], timeout: float = 2.0) -> list[str]:
+    """Delete the socket files of killed processes, once nothing has them bound any more.
+
+    A process killed a moment ago still holds its sockets bound while the kernel tears it down
+    (longer on a loaded host), and ``remove_stale_socket`` leaves a bound socket alone: wait,
+    up to ``timeout`` seconds, for the paths to come unbound first.
+
+    Returns:
+        The paths that were deleted.
+    """
+    pending = set(paths)
+    deadline = time.monotonic() + timeout
+    while pending & bound_sockets() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return [path for path in sorted(pending) if remove_stale_socket(path)]
+
+
 def bound_sockets() -> set[str]:
     """Paths of the Unix sockets that live processes have bound (``/proc/net/unix``)."""
     return set(_unix_sockets().values())

@@ -91,3 +91,33 @@ def test_still_running_tells_the_same_process_from_a_zombie_or_a_reused_pid() ->
     assert not processes.still_running(child.pid, started)  # not reaped yet, but gone
     child.wait(timeout=5)
     assert not processes.still_running(child.pid, started)
+
+
+_BIND_AND_WAIT = (
+    "import socket, sys, time\n"
+    "s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen()\n"
+    "print('bound', flush=True)\n"
+    "time.sleep(600)\n"
+)
+
+
+def test_a_killed_processes_socket_goes_once_released_a_live_one_stays(tmp_path) -> None:
+    """A SIGKILLed app's socket file is removed even if it is still bound for a moment (the
+    leftover-pipe failure on a loaded host); a live server's socket is never removed."""
+    killed, live = str(tmp_path / "killed.sock"), str(tmp_path / "live.sock")
+    servers = [
+        subprocess.Popen([sys.executable, "-c", _BIND_AND_WAIT, path], stdout=subprocess.PIPE)
+        for path in (killed, live)
+    ]
+    try:
+        for server in servers:
+            assert server.stdout is not None and server.stdout.readline().strip() == b"bound"
+        servers[0].kill()  # not reaped yet: a zombie may still count as holding it
+        removed = processes.remove_sockets_once_released([killed, live], timeout=5.0)
+        assert removed == [killed]
+        assert not os.path.lexists(killed)
+        assert os.path.exists(live)
+    finally:
+        for server in servers:
+            server.kill()
+            server.wait(timeout=30)

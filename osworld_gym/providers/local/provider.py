@@ -759,8 +759,7 @@ class LocalDesktop(Desktop):
         # outlived the reset would hold what the next task needs (Chromium's debugging port).
         sockets = self.files.host_sockets(self.marker, exclude=keep)
         processes.kill_marked(self.marker, exclude=keep, timeout=0)
-        for path in sockets:
-            processes.remove_stale_socket(path)
+        processes.remove_sockets_once_released(sockets)
         for name in [n for n, p in components.procs.items() if p.pid not in keep]:
             components.forget(name)
         self._restore_files(self.session.kept_runtime_files() if keep_session else set())
@@ -982,8 +981,7 @@ class LocalDesktop(Desktop):
         sockets = self.files.host_sockets(self.marker, exclude=[])  # as a light reset does
         _stop_sandbox(self.components.procs)
         processes.kill_marked(self.marker, timeout=3.0)
-        for path in sockets:
-            processes.remove_stale_socket(path)
+        processes.remove_sockets_once_released(sockets)
         for name in list(self.components.procs):
             self.components.forget(name)
         self.x_server.forget()  # its X server is gone: no socket of it stays (empty_temp...)
