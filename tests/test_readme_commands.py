@@ -26,7 +26,8 @@ import pytest
 from fixture_marks import needs
 from wheel_helpers import clean_env
 
-pytestmark = pytest.mark.release
+# Each test runs the README's commands whole: an install, episodes, seven collections.
+pytestmark = [pytest.mark.release, pytest.mark.timeout(2400)]
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -86,6 +87,8 @@ def _run(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPr
     )  # fmt: skip
 
 
+@pytest.mark.desktop
+@pytest.mark.apps
 def test_the_main_job_command_runs_in_a_plain_clone(
     clone_with_venv: tuple[Path, dict[str, str]],
 ) -> None:
@@ -94,8 +97,10 @@ def test_the_main_job_command_runs_in_a_plain_clone(
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-5000:]
     assert re.findall(r"^episode (\d): task ", done.stdout, re.MULTILINE) == ["0", "1"], output
-    installed = _run("python -c 'import osworld_gym; print(osworld_gym.__file__)'", clone, env)
-    # The package came from the clone, into the venv: the checkout was not what ran.
+    # Asked from outside the clone (its folder would shadow the install): the package came
+    # from the clone into the venv, so the checkout was not what ran.
+    where = "python -c 'import osworld_gym; print(osworld_gym.__file__)'"
+    installed = _run(where, Path(env["VIRTUAL_ENV"]), env)
     assert Path(installed.stdout.strip()).is_relative_to(Path(env["VIRTUAL_ENV"])), installed
 
 

@@ -27,9 +27,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+
+from wheel_helpers import copy_checkout
 
 BUILD_TIMEOUT_S = 2400.0
 _MARKER = ".complete"
@@ -141,7 +144,11 @@ def ensure_venv(
         for step in pip_steps:
             _run([*pip, *step], log, deadline)
         if install_checkout:
-            _run([*pip, "--no-deps", str(REPO)], log, deadline)
+            # From a copy without build/: setuptools reuses a checkout's build/lib and never
+            # removes what it holds, so files a move deleted would ship again.
+            with tempfile.TemporaryDirectory(prefix="osworld-gym-side-venv-") as folder:
+                source = copy_checkout(Path(folder) / "checkout")
+                _run([*pip, "--no-deps", str(source)], log, deadline)
         (target / _MARKER).write_text(json.dumps(payload, indent=1))
     return venv_python
 
