@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pool_desktops
 import pytest
+from chat_endpoint import ChatEndpoint, assistant_turn, chat_endpoint
 from fixture_marks import needs
 
 from osworld_gym import load_tasks
@@ -37,41 +36,6 @@ TASKS = load_tasks(SUITE)
 WAIT = "Thought: Let me look again.\nAction: wait()"
 
 
-class Endpoint:
-    """A loopback chat-completions server with scripted UI-TARS answers."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.before_answer: Callable[[dict[str, Any]], None] | None = None
-        endpoint = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the handler API
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                endpoint.requests.append(body)
-                if endpoint.before_answer is not None:
-                    endpoint.before_answer(body)
-                data = json.dumps(_completion(body)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(10)
-
-
 def _task_of(body: dict[str, Any]) -> str:
     prompt = json.dumps(body["messages"])
     for task in TASKS:
@@ -80,37 +44,21 @@ def _task_of(body: dict[str, Any]) -> str:
     raise AssertionError("no ui-basics instruction in the prompt")
 
 
-def _completion(body: dict[str, Any]) -> dict[str, Any]:
-    turn = sum(m["role"] == "assistant" for m in body["messages"])
+def _reply(body: dict[str, Any]) -> str:
+    turn = assistant_turn(body)
     task_id = _task_of(body)
     if body["model"] == "oracle":
         answers = oracle_responses(task_id)
-        text = answers[min(turn, len(answers) - 1)]
-    elif body["model"] == "wrong":
-        text = distractor_answer(TASKS[task_id]) if turn == 0 else oracle_responses(task_id)[-1]
-    else:
-        text = WAIT
-    return {
-        "id": f"c{turn}",
-        "object": "chat.completion",
-        "model": body["model"],
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": "stop",
-                "logprobs": None,
-            }
-        ],  # fmt: skip
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }
+        return answers[min(turn, len(answers) - 1)]
+    if body["model"] == "wrong":
+        return distractor_answer(TASKS[task_id]) if turn == 0 else oracle_responses(task_id)[-1]
+    return WAIT
 
 
 @pytest.fixture(scope="module")
-def endpoint() -> Iterator[Endpoint]:
-    server = Endpoint()
-    yield server
-    server.close()
+def endpoint() -> Iterator[ChatEndpoint]:
+    with chat_endpoint(_reply) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +77,7 @@ def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DesktopLeases]:
 
 
 def test_right_and_wrong_answers_score_1_and_0_concurrently(
-    endpoint: Endpoint, desk: DesktopLeases
+    endpoint: ChatEndpoint, desk: DesktopLeases
 ) -> None:
     ids = ["click-colour-01", "type-word-02", "find-ok-01"]
 
@@ -152,7 +100,7 @@ def test_right_and_wrong_answers_score_1_and_0_concurrently(
 
 
 def test_fifteen_waits_end_with_the_fail_replacement(
-    endpoint: Endpoint, desk: DesktopLeases
+    endpoint: ChatEndpoint, desk: DesktopLeases
 ) -> None:
     outcome = asyncio.run(osworld_episode("click-colour-02", endpoint.url, "waiter", leases=desk))
     trajectory = outcome.trajectory
@@ -162,7 +110,7 @@ def test_fifteen_waits_end_with_the_fail_replacement(
 
 
 def test_a_desktop_killed_mid_episode_is_retried_on_a_fresh_one(
-    endpoint: Endpoint, desk: DesktopLeases
+    endpoint: ChatEndpoint, desk: DesktopLeases
 ) -> None:
     killed: list[int] = []
 
@@ -184,7 +132,7 @@ def test_a_desktop_killed_mid_episode_is_retried_on_a_fresh_one(
     assert outcome.trajectory.attempt == 1 and outcome.trajectory.infra_error is None
 
 
-def test_every_attempt_cut_gives_no_reward(endpoint: Endpoint, desk: DesktopLeases) -> None:
+def test_every_attempt_cut_gives_no_reward(endpoint: ChatEndpoint, desk: DesktopLeases) -> None:
     def kill_all(body: dict[str, Any]) -> None:
         for env_id in range(desk.size):
             pids = desk.pool.call(pool_desktops.desktop_pids, env_ids=[env_id])[0]

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from chat_endpoint import ChatEndpoint, assistant_turn, chat_endpoint
 from fake_provider import FAKE_SCREEN, FakeProvider
 from fake_tasks import TASKS
 
@@ -36,62 +35,17 @@ ANSWERS = {
 }
 
 
-class ChatEndpoint:
-    """A loopback ``/v1/chat/completions`` that answers from ``ANSWERS``."""
-
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        self.before_answer: Callable[[dict[str, Any]], None] | None = None
-        endpoint = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the handler API
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                endpoint.bodies.append(body)
-                if endpoint.before_answer is not None:
-                    endpoint.before_answer(body)
-                data = json.dumps(_completion(body)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(10)
-
-
-def _completion(body: dict[str, Any]) -> dict[str, Any]:
+def _reply(body: dict[str, Any]) -> str:
     prompt = json.dumps(body["messages"])
     word = next(w for w in ANSWERS if f"Type {w}." in prompt)
-    turn = sum(m["role"] == "assistant" for m in body["messages"])
     answers = ANSWERS[word]
-    text = answers[min(turn, len(answers) - 1)]
-    return {
-        "id": f"c{turn}",
-        "object": "chat.completion",
-        "model": body["model"],
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                     "finish_reason": "stop", "logprobs": None}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }  # fmt: skip
+    return answers[min(assistant_turn(body), len(answers) - 1)]
 
 
 @pytest.fixture()
 def endpoint() -> Iterator[ChatEndpoint]:
-    server = ChatEndpoint()
-    yield server
-    server.close()
+    with chat_endpoint(_reply) as server:
+        yield server
 
 
 @pytest.fixture()
