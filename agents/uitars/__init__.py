@@ -6,26 +6,7 @@ trainer adapters use it without this package; this module keeps the names import
 
 from __future__ import annotations
 
-from osworld_gym.policies.uitars import (
-    COMPUTER_USE_TEMPLATE,
-    EVALUATION_SAMPLING,
-    SYSTEM_TEXT,
-    TRAINING_SAMPLING,
-    ScreenshotEncoder,
-    UITARSAgent,
-    UITARSConfig,
-    add_box_tokens,
-    computer_use_prompt,
-)
+from osworld_gym.policies import uitars as _uitars
+from osworld_gym.policies.uitars import *  # noqa: F403 - the same names, listed once there
 
-__all__ = [
-    "COMPUTER_USE_TEMPLATE",
-    "EVALUATION_SAMPLING",
-    "SYSTEM_TEXT",
-    "TRAINING_SAMPLING",
-    "ScreenshotEncoder",
-    "UITARSAgent",
-    "UITARSConfig",
-    "add_box_tokens",
-    "computer_use_prompt",
-]
+__all__ = _uitars.__all__

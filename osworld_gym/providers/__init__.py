@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, TypeVar
+import importlib
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from osworld_gym.providers.base import Desktop, Provider, ProviderConfig
 
@@ -24,9 +25,31 @@ __all__ = [
     "Provider",
     "ProviderConfig",
     "PROVIDER_NAMES",
+    "lazy_exports",
     "make_provider",
     "settle_session",
 ]
+
+
+def lazy_exports(package: str, module: str, names: Sequence[str]) -> Callable[[str], Any]:
+    """A provider kind's package ``__getattr__``: its public names, loaded on first use.
+
+    ``osworld_gym.providers.local`` exports ``LocalProvider`` without importing it, so a
+    submodule (a desktop's own helper run as ``python -m`` inside the sandbox, the image
+    builder, a config) can be imported without loading the whole provider and its SDK.
+
+    Args:
+        package: The package's ``__name__`` (for the error message).
+        module: The module that defines the names.
+        names: The names to export (the package's ``__all__``).
+    """
+
+    def load(name: str) -> Any:
+        if name in names:
+            return getattr(importlib.import_module(module), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return load
 
 
 def make_provider(

@@ -8,8 +8,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from osworld_gym.providers import lazy_exports
 
 if TYPE_CHECKING:
     from osworld_gym.providers.local.provider import (
@@ -18,13 +19,5 @@ if TYPE_CHECKING:
         LocalProviderConfig,
     )
 
-# Loaded on first use: the desktop's own helpers in this folder run as ``python -m`` inside
-# the desktop, and importing the package must not load the whole provider there.
-_PROVIDER_MODULE = "osworld_gym.providers.local.provider"
 __all__ = ["LocalDesktop", "LocalProvider", "LocalProviderConfig"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        return getattr(importlib.import_module(_PROVIDER_MODULE), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, "osworld_gym.providers.local.provider", __all__)

@@ -7,19 +7,12 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from osworld_gym.providers import lazy_exports
 
 if TYPE_CHECKING:
     from osworld_gym.providers.qemu.provider import QemuDesktop, QemuProvider, QemuProviderConfig
 
-# Loaded on first use: the desktop's own helpers in this folder run as ``python -m`` inside
-# the desktop, and importing the package must not load the whole provider there.
-_PROVIDER_MODULE = "osworld_gym.providers.qemu.provider"
 __all__ = ["QemuDesktop", "QemuProvider", "QemuProviderConfig"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        return getattr(importlib.import_module(_PROVIDER_MODULE), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, "osworld_gym.providers.qemu.provider", __all__)

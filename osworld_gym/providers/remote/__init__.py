@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from osworld_gym.providers import lazy_exports
 
 if TYPE_CHECKING:
     from osworld_gym.providers.remote.provider import (
@@ -22,9 +23,6 @@ if TYPE_CHECKING:
         SSHConfig,
     )
 
-# Loaded on first use: the desktop's own helpers in this folder run as ``python -m`` inside
-# the desktop, and importing the package must not load the whole provider there.
-_PROVIDER_MODULE = "osworld_gym.providers.remote.provider"
 __all__ = [
     "CommandReset",
     "GuestScriptReset",
@@ -36,9 +34,4 @@ __all__ = [
     "ResetStrategy",
     "SSHConfig",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        return getattr(importlib.import_module(_PROVIDER_MODULE), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, "osworld_gym.providers.remote.provider", __all__)
