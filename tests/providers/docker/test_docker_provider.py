@@ -153,6 +153,7 @@ def test_missing_image_is_a_clear_error(docker_engine) -> None:
         DockerProvider(DockerProviderConfig(image="osworld-gym/desktop:no-such-tag"))
 
 
+@pytest.mark.desktop  # a host X server of its own, beside the container
 @pytest.mark.parametrize("network", ["private", "host"])
 def test_host_x_servers_do_not_capture_the_container_apps(
     guest_image: str, tmp_path, our_containers, network: str
