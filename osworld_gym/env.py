@@ -39,6 +39,7 @@ from osworld_gym.env_config import (
     LAUNCHING_STEPS,
     EnvConfig,
     Timings,
+    resolve_step_limit,
 )
 from osworld_gym.episode import episode_end, plan_step, terminal_kind
 from osworld_gym.errors import (
@@ -74,25 +75,6 @@ _UNSCORABLE = (TaskSetupError, EvaluatorError, DependencyNotInstalled)
 MAX_INSTRUCTION_CHARS = 8192
 MAX_A11Y_CHARS = 4_000_000  # a busy LibreOffice tree is about 1 MB
 EVAL_FOLDER_PREFIX = f"{processes.FOLDER_PREFIX}eval-"  # each env's files fetched for scoring
-
-
-def _step_limit(max_steps: int, time_limit: int | None) -> int:
-    """The env's step limit: ``max_steps``, or the ``TimeLimit`` of the ``gym.make`` building it.
-
-    Raises:
-        ValueError: Both were given and differ (an explicit ``max_steps`` other than the
-            default, and ``max_episode_steps``): the wrapper would cut the episode unscored, or
-            never.
-    """
-    if time_limit is None or time_limit == max_steps:
-        return max_steps
-    if max_steps != DEFAULT_MAX_STEPS:
-        raise ValueError(
-            f"max_steps={max_steps} and gym.make's max_episode_steps={time_limit} disagree: "
-            "give one of them (the env scores the episode at its last step, and Gymnasium's "
-            "TimeLimit would end it at the other)"
-        )
-    return time_limit
 
 
 def _is_computer_13_dicts(action: Any) -> bool:
@@ -135,7 +117,7 @@ class OSWorldEnv(gym.Env[dict[str, Any], Any]):
         **overrides: Any,
     ) -> None:
         base = config or EnvConfig()
-        max_steps = _step_limit(max_steps, registration.time_limit_of_make())
+        max_steps = resolve_step_limit(max_steps, registration.time_limit_of_make())
         self.config = base.replace(
             action_format=action_format,
             max_steps=max_steps,

@@ -31,6 +31,28 @@ RESET_SETTLE_QUIET_AFTER_LAUNCH = {"events": 0.75, "poll": 0.75}
 LAUNCHING_STEPS = frozenset({"launch", "open", "chrome_open_tabs"})
 
 
+def resolve_step_limit(max_steps: int, max_episode_steps: int | None) -> int:
+    """The env's step limit, the step it scores at, from ``max_steps`` and ``max_episode_steps``.
+
+    ``max_episode_steps`` is what ``gym.make`` or ``gym.make_vec`` was given. ``max_steps`` at
+    its default (``DEFAULT_MAX_STEPS``, what the registered ids carry) yields to it; any other
+    value must equal it.
+
+    Raises:
+        ValueError: Both were given and differ: Gymnasium's ``TimeLimit`` would cut the
+            episode unscored, or never.
+    """
+    if max_episode_steps is None or max_episode_steps == max_steps:
+        return max_steps
+    if max_steps != DEFAULT_MAX_STEPS:
+        raise ValueError(
+            f"max_steps={max_steps} and max_episode_steps={max_episode_steps} disagree: "
+            "give one of them (the env scores the episode at its last step, and Gymnasium's "
+            "TimeLimit would end it at the other)"
+        )
+    return max_episode_steps
+
+
 @dataclass(frozen=True)
 class EnvConfig:
     """Everything that shapes an episode besides the provider and the tasks.

@@ -60,7 +60,7 @@ def test_max_episode_steps_becomes_the_step_limit() -> None:
 
 
 def test_max_episode_steps_and_another_max_steps_are_refused() -> None:
-    with pytest.raises(ValueError, match="max_steps=5 and gym.make's max_episode_steps=3"):
+    with pytest.raises(ValueError, match="max_steps=5 and max_episode_steps=3"):
         gym.make("OSWorld-v0", **MAKE, max_steps=5, max_episode_steps=3)
     with pytest.raises(ValueError, match="max_steps=5 and max_episode_steps=3"):
         gym.make_vec("OSWorld-v0", num_envs=1, **MAKE, max_steps=5, max_episode_steps=3)

@@ -20,7 +20,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from osworld_gym.env_config import DEFAULT_MAX_STEPS
+from osworld_gym.env_config import DEFAULT_MAX_STEPS, resolve_step_limit
 from osworld_gym.pool.backends import Backend
 from osworld_gym.pool.config import EnvFactory, EnvSpec, PoolConfig, RayBackendConfig
 from osworld_gym.pool.pool import EnvPool
@@ -251,13 +251,8 @@ def make_vector_env(
         ValueError: ``max_episode_steps`` and a different ``max_steps`` were both given.
     """
     if max_episode_steps is not None:
-        given = env_kwargs.get("max_steps", max_episode_steps)
-        # The id's defaults carry max_steps=15: only another value is a second, explicit limit.
-        if given not in (max_episode_steps, DEFAULT_MAX_STEPS):
-            raise ValueError(
-                f"max_steps={given} and max_episode_steps={max_episode_steps} disagree: give one"
-            )
-        env_kwargs["max_steps"] = max_episode_steps
+        given = env_kwargs.get("max_steps", DEFAULT_MAX_STEPS)
+        env_kwargs["max_steps"] = resolve_step_limit(given, max_episode_steps)
     spec = EnvSpec(entry_point="osworld_gym.env:OSWorldEnv", kwargs=env_kwargs)
     return PoolVectorEnv(
         [spec] * num_envs,
