@@ -223,11 +223,18 @@ def viewable_check(window: tuple[int, int, int, int]) -> str:
 
 
 TERMINAL_TITLE = "Answer box"
-TERMINAL_SCRIPT = f"printf 'Type here: '; read -r w; printf '%s\\n' \"$w\" > {ANSWER_FILE}"
+# After the line is read the shell gives way to a sleep that reads nothing: the terminal stays
+# as Enter left it. Were it to close, the frame after Enter would depend on the host's load (the
+# shell's exit, then the terminal's, can come after the screen has been still long enough to
+# be observed), and two runs of one seed would see different screens and train different models.
+TERMINAL_SCRIPT = (
+    f"printf 'Type here: '; read -r w; printf '%s\\n' \"$w\" > {ANSWER_FILE}; exec sleep infinity"
+)
 
 
 def xterm_command() -> list[str]:
-    """The terminal of the typing tasks: a prompt, one line read, written to the answer file."""
+    """The terminal of the typing tasks: a prompt, one line read, written to the answer file;
+    the terminal then stays open."""
     return [
         "xterm",
         "-T",
