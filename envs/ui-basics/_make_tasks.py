@@ -233,8 +233,7 @@ TERMINAL_SCRIPT = (
 
 
 def xterm_command() -> list[str]:
-    """The terminal of the typing tasks: a prompt, one line read, written to the answer file;
-    the terminal then stays open."""
+    """The typing tasks' terminal: a prompt, one line read and written; then it stays open."""
     return [
         "xterm",
         "-T",
