@@ -423,9 +423,32 @@ def remove_stale_socket(path: str) -> bool:
         # binds): the same file after the look at the bound sockets is still the dead one's.
         if path in bound_sockets() or os.lstat(path).st_ino != info.st_ino:
             return False
+        # /proc/net/unix lists only this network namespace's sockets: a server started in
+        # another (a desktop launched under `unshare --net`) is alive and missing from it.
+        if _accepts_connections(path):
+            return False
         os.unlink(path)
     except OSError:
         return False  # gone meanwhile
+    return True
+
+
+def _accepts_connections(path: str) -> bool:
+    """Whether a server listens at the socket file ``path``, in any network namespace.
+
+    Refused (or gone) means no listener; anything else (accepted, a full backlog, a timeout)
+    counts as alive, so a live server's socket is never taken for a dead one's.
+    """
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(0.5)
+    try:
+        probe.connect(path)
+    except (ConnectionRefusedError, FileNotFoundError):
+        return False
+    except OSError:
+        return True
+    finally:
+        probe.close()
     return True
 
 

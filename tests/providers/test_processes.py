@@ -121,3 +121,25 @@ def test_a_killed_processes_socket_goes_once_released_a_live_one_stays(tmp_path)
         for server in servers:
             server.kill()
             server.wait(timeout=30)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a network namespace of its own needs root")
+def test_a_live_socket_of_another_network_namespace_stays(tmp_path) -> None:
+    """A server bound in another network namespace (a desktop launched under `unshare --net`)
+    is missing from this namespace's /proc/net/unix; its socket file is still never removed,
+    while the same file with nobody listening is. (Another process's reaper deleted such an X
+    server's socket, and the desktop died at start: "bwrap: Can't find source path".)"""
+    path = str(tmp_path / "X0")
+    server = subprocess.Popen(
+        ["unshare", "--net", sys.executable, "-c", _BIND_AND_WAIT, path], stdout=subprocess.PIPE
+    )
+    try:
+        assert server.stdout is not None and server.stdout.readline().strip() == b"bound"
+        assert path not in processes.bound_sockets()  # what fooled the reaper
+        assert not processes.remove_stale_socket(path)
+        assert os.path.exists(path)
+    finally:
+        server.kill()
+        server.wait(timeout=30)
+    assert processes.remove_stale_socket(path)  # the server is gone: the file goes
+    assert not os.path.lexists(path)
