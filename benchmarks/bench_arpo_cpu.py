@@ -77,7 +77,8 @@ def ensure_run(out: Path, seed: int, index: int, extra: Sequence[str]) -> Run:
     Raises:
         RuntimeError: The command failed (its log names why).
     """
-    folder = run_folder(out, seed, index)
+    # absolute: the run's summary records its model folders, read later from any directory
+    folder = run_folder(out, seed, index).resolve()
     summary_file = folder / "arpo" / "summary.json"
     if not summary_file.is_file():
         folder.mkdir(parents=True, exist_ok=True)
@@ -116,7 +117,6 @@ def evaluation_spread(run: Run, eval_seeds: Sequence[int], num_envs: int) -> dic
     Each evaluation is the run's own (its tasks, ``eval_rollouts`` episodes each, temperature
     ``eval_temperature``) with another ``eval_seed``.
     """
-    from osworld_agents.trainer.checkpoint import resolve_resume
     from osworld_agents.trainer.components import load_policy, make_pool
     from osworld_agents.trainer.distributed import init_distributed, shutdown
     from osworld_agents.trainer.evaluation import evaluate
@@ -125,7 +125,7 @@ def evaluation_spread(run: Run, eval_seeds: Sequence[int], num_envs: int) -> dic
     config = _run_config(run.summary["config"])
     models = {
         "before": Path(run.summary["base_model"]),
-        "after": _final_model(resolve_resume, Path(config.output_dir) / "checkpoints"),
+        "after": _final_model(Path(config.output_dir) / "checkpoints"),
     }
     tasks = list(run.summary["training_tasks"])
     ctx = init_distributed(config.dist_backend, config.device)
@@ -153,7 +153,10 @@ def _run_config(saved: dict[str, Any]) -> Any:
     return dataclasses.replace(PRESETS["cpu"], **values)
 
 
-def _final_model(resolve_resume: Any, checkpoints: Path) -> Path:
+def _final_model(checkpoints: Path) -> Path:
+    """The model of the run's last checkpoint."""
+    from osworld_agents.trainer.checkpoint import resolve_resume
+
     checkpoint = resolve_resume("auto", checkpoints)
     if checkpoint is None:
         raise RuntimeError(f"no checkpoint under {checkpoints}")

@@ -439,16 +439,14 @@ def _accepts_connections(path: str) -> bool:
     Refused (or gone) means no listener; anything else (accepted, a full backlog, a timeout)
     counts as alive, so a live server's socket is never taken for a dead one's.
     """
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(0.5)
-    try:
-        probe.connect(path)
-    except (ConnectionRefusedError, FileNotFoundError):
-        return False
-    except OSError:
-        return True
-    finally:
-        probe.close()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.5)
+        try:
+            probe.connect(path)
+        except (ConnectionRefusedError, FileNotFoundError):
+            return False
+        except OSError:
+            return True
     return True
 
 
