@@ -18,6 +18,10 @@ behind a still terminal looks settled. The ``"events"`` settle here
   over what lay beneath, and keys sent then are lost);
 * does not call the screen quiet while, early in the wait, a process that was still before
   the action runs (a shell that read a command line and has not forked it yet);
+* holds while a process that ran when the action began has ended and the X server has not
+  yet closed a client connection since (a dialog that exits on a click: its window stays on
+  screen until the server reads the closed connection, which under load can come after the
+  screen has been still for the quiet period), at most ``CLOSING_GRACE``;
 * ends once nothing is pending and the screen stayed unchanged for ``settle_quiet``; or at
   ``settle_timeout`` when only the screen keeps changing (an animation), or at the longer
   ``settle_launch_timeout`` while work is pending (an app's first start); and says which
@@ -46,7 +50,7 @@ from dataclasses import dataclass, field
 
 import Xlib.error
 from Xlib import X, Xatom, display
-from Xlib.ext import damage, xfixes
+from Xlib.ext import damage, res, xfixes
 from Xlib.protocol import rq
 
 logger = logging.getLogger(__name__)
@@ -66,6 +70,8 @@ SIGNAL_STIR = "stirring"  # a process still when the action began ran lately (no
 SIGNAL_STARTUP = "startup"  # an X startup notification is in progress
 SIGNAL_CURSOR = "busy_cursor"  # the pointer shows a busy cursor
 SIGNAL_DIALOG = "dialog_commit"  # Enter went to a dialog that is still open
+# A process that ran when the action began ended; the X server has closed no client since.
+SIGNAL_CLOSING = "closing_client"
 
 # Cursor names toolkits use for "busy" (X cursor font names, freedesktop names, and the
 # hashes Xcursor themes alias them to).
@@ -109,6 +115,9 @@ UNMAPPED_GRACE = 0.5  # seconds a created, unmapped top-level window counts as p
 # paints a dialog a few hundred ms after mapping it on a loaded 2-core host; a window that
 # never draws (one left blank on purpose) costs no more than this.
 UNPAINTED_GRACE = 1.0
+# Seconds an ended process holds the wait for the X server to close a client: one with an X
+# connection closes in milliseconds; one without (a shell around the app) costs this, rarely.
+CLOSING_GRACE = 0.5
 STARTUP_TIMEOUT = 15.0  # launchers drop a startup sequence after this (startup-notification spec)
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -171,6 +180,7 @@ class _Proc:
     # Main-thread ns per second between the last observation and the action: an app's idle
     # timers (a blinking caret) are its background; stirring must stand out from it.
     background_rate: float = 0.0
+    gone: bool = False  # seen ended (a zombie still listed, or its folder gone)
 
 
 @dataclass(frozen=True)
@@ -184,11 +194,15 @@ class BusyProcesses:
         stirring: Processes that ran since the previous sample noticeably more than they did
             before the action (a shell between reading a command line and forking it, an app
             waiting on its file chooser): not work to wait for, but not quiet either.
+        ended: Processes that ran when the action began and have ended since (a dialog
+            answered by the action): their windows go once the X server closes their
+            connection.
     """
 
     launched: tuple[str, ...] = ()
     working: tuple[str, ...] = ()
     stirring: tuple[str, ...] = ()
+    ended: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.launched or self.working)
@@ -229,6 +243,8 @@ class ProcessWatch:
     # Processes that ended while they held the wait (name, launched?, held until): their work
     # goes on in their parent, which forks what comes next (`make && ./app`) a moment later.
     _ended: list[tuple[str, bool, float]] = field(default_factory=list)
+    # Processes that ran when the action began and have ended since (names).
+    _gone_since_mark: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -256,6 +272,7 @@ class ProcessWatch:
                     proc.background_rate = (main_ns - proc.main_ns) / window
                 # A shorter gap says too little: the process keeps its earlier verdicts.
                 proc.main_ns, proc.ticks, proc.sampled_at = main_ns, ticks, now
+            self._gone_since_mark.clear()  # ended before the action: not its doing
 
     def busy(self, now: float) -> BusyProcesses:
         """Sample the display's processes: which hold a settle now."""
@@ -285,7 +302,9 @@ class ProcessWatch:
                 proc.main_ns, proc.ticks, proc.sampled_at = main_ns, ticks, now
                 if now < proc.busy_until:
                     (launched if new else working).append(proc.name)
-        return BusyProcesses(tuple(launched), tuple(working), tuple(stirring))
+        return BusyProcesses(
+            tuple(launched), tuple(working), tuple(stirring), tuple(self._gone_since_mark)
+        )
 
     def _sample(self) -> list[tuple[_Proc, int, int]]:
         """(process, main thread's run + wait ns, all threads' ticks) per display process."""
@@ -295,6 +314,7 @@ class ProcessWatch:
             return []
         for gone in set(self._procs) - pids:
             proc = self._procs.pop(gone)
+            self._note_gone(proc)
             if proc.busy_since is not None:
                 # It worked, then ended: its hold stays (a process that never worked between
                 # two samples, an `ls`, ends the wait as soon as it is gone).
@@ -321,12 +341,21 @@ class ProcessWatch:
             if stat is not None and main_ns is not None and stat[2] != "Z":
                 proc.name = stat[0]  # a fork's name changes when it execs
                 sampled.append((proc, main_ns, stat[3]))
-            elif proc.busy_since is not None:  # a zombie, or going: it ended
+                continue
+            if not proc.gone:  # a zombie, or going: it ended
+                self._note_gone(proc)
+            if proc.busy_since is not None:
                 self._ended.append(
                     (proc.name, proc.start_ticks >= self._mark_ticks, proc.busy_until)
                 )
                 proc.busy_since = None
         return sampled
+
+    def _note_gone(self, proc: _Proc) -> None:
+        """Count a display process that ran when the action began and has now ended."""
+        if proc.ours and not proc.gone and proc.start_ticks < self._mark_ticks:
+            self._gone_since_mark.append(proc.name)
+        proc.gone = True
 
     def _main_ns(self, pid: int) -> int | None:
         """Nanoseconds the main thread ran plus waited to run; None if it is gone."""
@@ -413,6 +442,9 @@ class EventSettler:
         self._query: display.Display | None = None
         self._query_lock = threading.Lock()
         self._commit: tuple[int, float] | None = None  # dialog window that got Enter, when
+        # The X server's clients when the action began (see _x_clients); None: the server
+        # lacks X-Resource, and an ended process holds nothing.
+        self._clients_at_mark: frozenset[tuple[int, int]] | None = None
 
     # --- the acting side -------------------------------------------------------------------
 
@@ -425,9 +457,45 @@ class EventSettler:
                 ``DIALOG_COMMIT_GRACE`` seconds.
         """
         self.processes.mark()
+        clients = self._x_clients()
         dialog = self._focused_dialog() if commits else None
         with self._cond:
             self._commit = (dialog, time.monotonic()) if dialog is not None else None
+            self._clients_at_mark = clients
+
+    def _x_clients(self) -> frozenset[tuple[int, int]] | None:
+        """The X server's client connections now, None if it cannot say.
+
+        Each is (resource base, process id or -1): the server gives a closed client's base to
+        the next connection, which is told apart by its process.
+        """
+        try:
+            with self._query_lock:
+                conn = self._query_connection()
+                if not conn.has_extension(res.extname):
+                    return None
+                every = {"client": 0, "mask": res.ClientXIDMask | res.LocalClientPIDMask}
+                ids = conn.res_query_client_ids([every]).ids
+        except (Xlib.error.XError, Xlib.error.ConnectionClosedError, OSError) as e:
+            logger.debug("no X client list from %s: %r", self.display_name, e)
+            return None
+        pids: dict[int, int] = {}
+        for entry in ids:
+            base = entry.spec.client
+            if entry.spec.mask & res.LocalClientPIDMask and entry.value:
+                pids[base] = int(entry.value[0])
+            else:
+                pids.setdefault(base, -1)
+        return frozenset(pids.items())
+
+    def _client_closed_since_mark(self) -> bool:
+        """Whether a client connected when the action began has been closed by the server."""
+        with self._cond:
+            before = self._clients_at_mark
+        if before is None:
+            return True  # nothing to wait on
+        now = self._x_clients()
+        return now is None or bool(before - now)
 
     def _focused_dialog(self) -> int | None:
         """The active window if it is a dialog (transient, or typed so), else None."""
@@ -499,10 +567,28 @@ class EventSettler:
         wakeups = 0
         busy = BusyProcesses()
         stirred_at = 0.0
+        # An ended process's wait for the X server to close a client: when it began, whether
+        # it is over, and when a close was seen (its windows' teardown events follow).
+        closing_since: float | None = None
+        closing_over = False
+        closed_at = 0.0
 
         def stirs(sample: BusyProcesses, at: float) -> bool:
             # Only early in the wait: later, an app's new timers would hold it to the timeout.
             return bool(sample.stirring) and at - start <= STIR_WINDOW
+
+        def closing(sample: BusyProcesses, at: float) -> bool:
+            """Whether an ended process's X connection may still be open (see CLOSING_GRACE)."""
+            nonlocal closing_since, closing_over, closed_at
+            if closing_over or not sample.ended:
+                return False
+            seen.add(SIGNAL_CLOSING)
+            closing_since = at if closing_since is None else closing_since
+            if self._client_closed_since_mark():
+                closing_over, closed_at = True, at
+            elif at - closing_since >= CLOSING_GRACE:
+                closing_over = True  # it had no X connection (a shell around the app)
+            return not closing_over
 
         with self._cond:
             self._arm_requests += 1
@@ -529,9 +615,12 @@ class EventSettler:
                     if stirs(busy, now):
                         stirred_at = now
                         seen.add(SIGNAL_STIR)
+                    closing(busy, now)
                 with self._cond:
                     now = time.monotonic()
                     pending = self._pending(now, busy)
+                    if closing_since is not None and not closing_over:
+                        pending.append(SIGNAL_CLOSING)
                     if self._changes > base[0]:
                         seen.add(SIGNAL_SCREEN)
                     if self._window_events > base[1]:
@@ -539,7 +628,7 @@ class EventSettler:
                     if self._cursor_seen_busy > base[2]:
                         seen.add(SIGNAL_CURSOR)
                     seen.update(pending)
-                    quiet_at = max(self._last_change, quiet_since, stirred_at) + quiet
+                    quiet_at = max(self._last_change, quiet_since, stirred_at, closed_at) + quiet
                     quiet_now = not pending and now >= quiet_at
                     limit = work_deadline if pending else deadline
                     if not quiet_now and now < limit:
@@ -555,6 +644,8 @@ class EventSettler:
                     if stirs(busy, now):
                         stirred_at = now
                         seen.add(SIGNAL_STIR)
+                    elif closing(busy, now) or closed_at == now:
+                        pass  # the server closes its connection, or just did: its teardown
                     elif not busy:
                         return SettleResult(True, "quiet", (), tuple(sorted(seen)), wakeups)
                     seen.update(self._pending(now, busy))

@@ -14,6 +14,7 @@ from Xlib.protocol import rq
 
 from osworld_gym.env_config import EnvConfig
 from osworld_gym.guest.client import GuestClient, Screenshot
+from osworld_gym.guest import settle
 from osworld_gym.guest.settle import _startup_field
 from osworld_gym.providers.local.provider import LocalDesktop
 
@@ -255,6 +256,62 @@ class _SetCursorName(rq.Request):
         rq.Pad(2),
         rq.String8("name"),
     )
+
+
+# A dialog that, like xmessage, answers a click by exiting: its window goes only once the X
+# server closes its connection. Here a child keeps that connection open CLOSE_AFTER seconds
+# (longer than a new process's own hold), so the server closes it well after the exit, as a
+# starved X server can (it showed in one frame of about 5,000 in a training run).
+_EXITING_DIALOG = """
+import os, sys, time
+from Xlib import X, display
+conn = display.Display()
+screen = conn.screen()
+window = screen.root.create_window(
+    0, 0, 400, 300, 0, screen.root_depth, override_redirect=True,
+    event_mask=X.ButtonPressMask | X.ButtonReleaseMask,
+    background_pixel=0xFF0000,
+)
+window.map()
+conn.sync()
+while conn.next_event().type != X.ButtonRelease:
+    pass
+if os.fork() == 0:  # the child holds the connection, sleeping (it uses no CPU)
+    time.sleep(float(sys.argv[1]))
+os._exit(0)
+"""
+CLOSE_AFTER = 0.4
+
+
+def test_events_settle_waits_for_the_server_to_close_an_exited_dialog(
+    clean_desktop: LocalDesktop,
+) -> None:
+    client = clean_desktop.client
+    client.launch([sys.executable, "-c", _EXITING_DIALOG, str(CLOSE_AFTER)])
+    wait_until(lambda: _app_colour(_still_frame(client)) == (255, 0, 0), message="the dialog")
+    client.actions([{"kind": "click", "x": 200, "y": 150}])
+    shot = _events(client)
+    assert (shot.settled, shot.settle_end) == (True, "quiet"), shot
+    assert "closing_client" in shot.settle_seen, shot
+    assert shot.settle_seconds >= CLOSE_AFTER * 0.9, shot
+    # The dialog is gone from the observation, and nothing changed after it.
+    assert _app_colour(shot) != (255, 0, 0)
+    np.testing.assert_array_equal(shot.to_array(), _still_frame(client))
+
+
+def test_events_settle_holds_an_ended_process_without_windows_at_most_its_grace(
+    clean_desktop: LocalDesktop,
+) -> None:
+    client = _xterm(clean_desktop, "events-ended")
+    client.actions([{"kind": "type", "text": "cat > /dev/null\n"}])
+    _events(client)
+    _still_frame(client)
+    client.actions([{"kind": "hotkey", "keys": ["ctrl", "d"]}])  # cat reads the end and exits
+    shot = _events(client)
+    assert (shot.settled, shot.settle_end) == (True, "quiet"), shot
+    assert "closing_client" in shot.settle_seen, shot  # no X client closed: the grace ends it
+    assert shot.settle_seconds < settle.CLOSING_GRACE + 0.5, shot
+    assert "cat" not in client.execute(["ps", "-eo", "comm"]).output
 
 
 @pytest.mark.xfail(

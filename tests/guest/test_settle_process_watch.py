@@ -175,3 +175,37 @@ def test_a_zombie_that_worked_keeps_its_hold_once(proc_root: Path) -> None:
     work.end()
     assert watch.busy(10.06).launched == ("make",)  # recorded once, not twice
     assert not watch.busy(10.02 + settle.LAUNCH_HOLD + 0.01)
+
+
+def test_a_process_that_ran_before_the_action_and_ends_is_reported_once(proc_root: Path) -> None:
+    # A dialog answered by a click: its window stays until the X server closes its connection.
+    dialog = FakeProc(proc_root, 108, "xmessage", new=False)
+    shell = FakeProc(proc_root, 109, "sh", new=False)
+    watch = ProcessWatch(DISPLAY, proc_root=str(proc_root))
+    watch.mark(now=10.0)
+    assert watch.busy(10.0).ended == ()
+    stat = dialog.dir / "stat"
+    stat.write_text(stat.read_text().replace(") S ", ") Z "))  # a zombie: it ended
+    assert watch.busy(10.02).ended == ("xmessage",)
+    dialog.end()
+    shell.end()
+    sample = watch.busy(10.04)
+    assert sample.ended == ("xmessage", "sh")  # the zombie counted once
+    assert not sample  # holds nothing by itself: the settle asks the X server
+    watch.mark(now=11.0)
+    assert watch.busy(11.0).ended == ()  # a new action starts with none
+
+
+def test_processes_started_by_the_action_or_ended_before_it_are_not_reported(
+    proc_root: Path,
+) -> None:
+    early = FakeProc(proc_root, 110, "xterm", new=False)
+    watch = ProcessWatch(DISPLAY, proc_root=str(proc_root))
+    early.end()  # between the last observation and the action
+    watch.mark(now=10.0)
+    quick = FakeProc(proc_root, 111, "ls", new=True)
+    other = FakeProc(proc_root, 112, "xeyes", new=False, display=":8")
+    watch.busy(10.0)
+    quick.end()
+    other.end()
+    assert watch.busy(10.02).ended == ()
