@@ -52,7 +52,7 @@ F = TypeVar("F", bound=collections.abc.Callable[..., Any])
 ATTRIBUTE = "__osworld_gym_test_marks__"
 FIXTURE_MARKS = frozenset({"desktop", "apps", "docker", "ray", "heavy"})
 # Marks that keep a test out of the fast tier: what it needs, and the suites run apart.
-NOT_FAST = FIXTURE_MARKS | {"slow", "osworld_tasks", "parity", "trainers", "release"}
+NOT_FAST = FIXTURE_MARKS | {"battery", "slow", "osworld_tasks", "parity", "trainers", "release"}
 FAST = "fast"
 
 

@@ -32,6 +32,7 @@ def _pixels(data: bytes | Image.Image) -> np.ndarray:
     return np.asarray(image.convert("RGB"))
 
 
+@pytest.mark.battery
 @pytest.mark.desktop
 @pytest.mark.apps
 def test_export_of_a_run_round_trips_images_and_actions(

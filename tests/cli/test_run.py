@@ -27,6 +27,7 @@ def _summary(run_dir: Path) -> dict[str, Any]:
     return json.loads((run_dir / "summary.json").read_text())
 
 
+@pytest.mark.battery
 @pytest.mark.apps
 def test_oracle_over_the_bundled_suite_on_4_envs(oracle_run: OracleRun) -> None:
     done = oracle_run.done

@@ -30,6 +30,7 @@ def chromium(page: Path, profile: Path, *extra: str, query: str = "") -> subproc
     return subprocess.run(argv, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.battery
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (install_system_deps.sh)")
 def test_report_renders_in_headless_chromium(
     oracle_run: OracleRun, tmp_path: Path, record_property: Callable[[str, object], None]

@@ -101,6 +101,7 @@ def _check(outcome: Outcome, name: str, timeout: float, expect: tuple[str, ...])
     assert not missing, f"{name} did not print {missing}:\n{outcome.tail()}"
 
 
+@pytest.mark.battery
 @pytest.mark.parametrize("snippet", list(_page_cases()))
 def test_snippet(
     snippet: Snippet | SnippetError,

@@ -112,6 +112,7 @@ def battery(request: pytest.FixtureRequest) -> collections.abc.Iterator[Battery]
         yield b
 
 
+@pytest.mark.battery
 @_battery_and("case", list(CASES), KNOWN_LEAKS)
 def test_case(battery: Battery, case: str) -> None:
     finding = battery.finding(case)
@@ -122,6 +123,7 @@ def test_case(battery: Battery, case: str) -> None:
     assert not finding.bad, f"{case} ({finding.tried}): {finding.outcome}: {finding.evidence}"
 
 
+@pytest.mark.battery
 @_battery_and("group", [g.name for g in GROUPS], {})
 def test_state_after_reset_equals_a_fresh_desktop(battery: Battery, group: str) -> None:
     result = battery.result(group)

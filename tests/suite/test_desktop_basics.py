@@ -107,6 +107,7 @@ def test_oracle_scores_one_on_the_gnome_session(gnome_env: OSWorldEnv, task_id: 
     assert shows_gnome(gnome_env.unwrapped.render())  # the script for GNOME's layout ran
 
 
+@pytest.mark.battery
 @pytest.mark.parametrize("task_id", TASKS.ids)
 def test_doing_nothing_scores_zero(env: OSWorldEnv, task_id: str) -> None:
     assert run_episode(env, task_id, [Done()]) == 0.0

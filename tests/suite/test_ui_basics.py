@@ -224,6 +224,7 @@ def _run(env: OSWorldEnv, task_id: str, responses: list[str]) -> float:
     raise AssertionError(f"{task_id}: the responses did not end the episode")
 
 
+@pytest.mark.battery
 @pytest.mark.desktop
 @pytest.mark.apps
 @pytest.mark.parametrize("task_id", TASKS.ids)
@@ -239,6 +240,7 @@ TITLE_BAR_ROWS = 18
 """The maximized terminal's title bar, at the top of the screen (openbox's theme)."""
 
 
+@pytest.mark.battery
 @pytest.mark.desktop
 @pytest.mark.apps
 @pytest.mark.parametrize(
