@@ -13,8 +13,8 @@ from Xlib import X, display, xobject
 from Xlib.protocol import rq
 
 from osworld_gym.env_config import EnvConfig
-from osworld_gym.guest.client import GuestClient, Screenshot
 from osworld_gym.guest import settle
+from osworld_gym.guest.client import GuestClient, Screenshot
 from osworld_gym.guest.settle import _startup_field
 from osworld_gym.providers.local.provider import LocalDesktop
 
