@@ -120,6 +120,14 @@ UNPAINTED_GRACE = 1.0
 CLOSING_GRACE = 0.5
 STARTUP_TIMEOUT = 15.0  # launchers drop a startup sequence after this (startup-notification spec)
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
+# What a query on the settle's own X connection may raise: an X error, a display that is gone
+# or refuses the connection (a dead desktop's acting requests must still answer).
+_X_FAILURES = (
+    Xlib.error.XError,
+    Xlib.error.DisplayError,
+    Xlib.error.ConnectionClosedError,
+    OSError,
+)
 
 
 class SettleUnavailableError(RuntimeError):
@@ -306,6 +314,11 @@ class ProcessWatch:
             tuple(launched), tuple(working), tuple(stirring), tuple(self._gone_since_mark)
         )
 
+    def forget_ended(self) -> None:
+        """Drop the ended processes a settle has waited for (the next one need not again)."""
+        with self._lock:
+            self._gone_since_mark.clear()
+
     def _sample(self) -> list[tuple[_Proc, int, int]]:
         """(process, main thread's run + wait ns, all threads' ticks) per display process."""
         try:
@@ -476,7 +489,7 @@ class EventSettler:
                     return None
                 every = {"client": 0, "mask": res.ClientXIDMask | res.LocalClientPIDMask}
                 ids = conn.res_query_client_ids([every]).ids
-        except (Xlib.error.XError, Xlib.error.ConnectionClosedError, OSError) as e:
+        except _X_FAILURES as e:
             logger.debug("no X client list from %s: %r", self.display_name, e)
             return None
         pids: dict[int, int] = {}
@@ -517,7 +530,7 @@ class EventSettler:
                 if is_dialog or window.get_wm_transient_for() is not None:
                     return int(active.value[0])
                 return None
-        except (Xlib.error.XError, Xlib.error.ConnectionClosedError, OSError) as e:
+        except _X_FAILURES as e:
             logger.debug("no focused dialog found on %s: %r", self.display_name, e)
             return None
 
@@ -527,7 +540,7 @@ class EventSettler:
                 conn = self._query_connection()
                 attributes = conn.create_resource_object("window", window).get_attributes()
                 return bool(attributes.map_state == X.IsViewable)
-        except (Xlib.error.XError, Xlib.error.ConnectionClosedError, OSError):
+        except _X_FAILURES:
             return False  # destroyed: it answered
 
     def _query_connection(self) -> display.Display:
@@ -588,6 +601,8 @@ class EventSettler:
                 closing_over, closed_at = True, at
             elif at - closing_since >= CLOSING_GRACE:
                 closing_over = True  # it had no X connection (a shell around the app)
+            if closing_over:
+                self.processes.forget_ended()  # a later observation of this action: no wait
             return not closing_over
 
         with self._cond:

@@ -312,6 +312,8 @@ def test_events_settle_holds_an_ended_process_without_windows_at_most_its_grace(
     assert "closing_client" in shot.settle_seen, shot  # no X client closed: the grace ends it
     assert shot.settle_seconds < settle.CLOSING_GRACE + 0.5, shot
     assert "cat" not in client.execute(["ps", "-eo", "comm"]).output
+    again = _events(client)  # the same action observed again: its end was waited for once
+    assert "closing_client" not in again.settle_seen and again.settle_seconds < 0.3, again
 
 
 @pytest.mark.xfail(

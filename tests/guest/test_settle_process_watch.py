@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from osworld_gym.guest import settle
-from osworld_gym.guest.settle import ProcessWatch, presses_enter
+from osworld_gym.guest.settle import EventSettler, ProcessWatch, presses_enter
 
 DISPLAY = ":7"
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -192,6 +192,8 @@ def test_a_process_that_ran_before_the_action_and_ends_is_reported_once(proc_roo
     sample = watch.busy(10.04)
     assert sample.ended == ("xmessage", "sh")  # the zombie counted once
     assert not sample  # holds nothing by itself: the settle asks the X server
+    watch.forget_ended()  # a settle waited for them: the next observation need not
+    assert watch.busy(10.06).ended == ()
     watch.mark(now=11.0)
     assert watch.busy(11.0).ended == ()  # a new action starts with none
 
@@ -209,3 +211,14 @@ def test_processes_started_by_the_action_or_ended_before_it_are_not_reported(
     quick.end()
     other.end()
     assert watch.busy(10.02).ended == ()
+
+
+def test_an_action_on_a_display_without_x_server_still_marks() -> None:
+    # A dead desktop's acting requests must answer as before: no client list, nothing to hold.
+    settler = EventSettler(":987")  # no such server (nor TCP port 6987)
+    try:
+        settler.mark_action(commits=True)
+        assert settler._clients_at_mark is None
+        assert settler._client_closed_since_mark()
+    finally:
+        settler.close()
