@@ -33,8 +33,10 @@ PACKAGES=(
   # gsettings that persist (dconf over the session bus) and GNOME's keys, which tasks set and read;
   # `dconf` (as on Ubuntu) also restores a kept GNOME Shell's settings at a reset.
   dconf-gsettings-backend dconf-service dconf-cli gsettings-desktop-schemas
-  # session="gnome": GNOME Shell (X11 mode) with the Ubuntu-style dock and Yaru, as OSWorld's VM.
-  gnome-shell gnome-shell-extension-dashtodock yaru-theme-gtk yaru-theme-icon yaru-theme-gnome-shell
+  # session="gnome": GNOME Shell (X11 mode) with the Ubuntu-style dock, desktop icons and Yaru, as
+  # OSWorld's VM.
+  gnome-shell gnome-shell-extension-dashtodock gnome-shell-extension-desktop-icons-ng
+  yaru-theme-gtk yaru-theme-icon yaru-theme-gnome-shell
   # gjs runs the shell's notification service (apps' notifications reach the shell through it).
   gjs
   # The docker provider: an engine (started by scripts/start_docker.sh), debootstrap for the

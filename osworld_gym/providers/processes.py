@@ -105,6 +105,13 @@ def _read(path: str, *, whole: bool = False) -> bytes:
     return b"".join(chunks)
 
 
+def cpu_ticks(pid: int) -> int | None:
+    """CPU time ``pid`` has used so far (user and system, in clock ticks), None when gone."""
+    fields = _stat_fields(pid)
+    # Fields 14 and 15 of stat (man 5 proc), counted here from field 3.
+    return None if fields is None else int(fields[11]) + int(fields[12])
+
+
 def _stat_fields(pid: int) -> list[bytes] | None:
     """Fields of ``/proc/<pid>/stat`` after the command name (state first), or None."""
     try:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from osworld_gym.providers.desktop import gnome_session
-from osworld_gym.providers.local.folders import empty_tree
+from osworld_gym.providers.local.folders import _empty_in_place, empty_tree
+from osworld_gym.providers.local.provider import _unflagged_dconf_flags
 
 TOP_BAR_RESERVED = (70, 27, 1210, 693)
 needs_gnome = pytest.mark.skipif(
@@ -118,3 +120,56 @@ def test_a_home_templates_settings_stay_with_the_sessions(tmp_path: Path) -> Non
     assert "gtk-theme='Adwaita'" in settings and "command='gnome-terminal'" in settings
     shutil.rmtree(template)  # compiled once: the desktop does not read it again
     assert _dump(files.user_database, tmp_path) == settings
+
+
+def test_a_reader_of_an_old_unflagged_change_flag_is_told_apart(tmp_path: Path) -> None:
+    """dconf's service flags a change flag before replacing it; a replaced unflagged one is not."""
+    flag = tmp_path / "user"
+    flag.write_bytes(b"\0")
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import mmap, sys; f = open(sys.argv[1], 'rb');"
+            " m = mmap.mmap(f.fileno(), 1, prot=mmap.PROT_READ); print('mapped', flush=True);"
+            " sys.stdin.read()",
+            str(flag),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert reader.stdout is not None and reader.stdout.readline() == b"mapped\n"
+        mapped = flag.stat().st_ino
+        assert _unflagged_dconf_flags(reader.pid, str(flag), current=mapped) == []
+        with open(flag, "r+b", buffering=0) as old:
+            # Replaced under the reader, unflagged (a program's doing): it would never reread.
+            (tmp_path / "new").write_bytes(b"\0")
+            (tmp_path / "new").replace(flag)
+            current = flag.stat().st_ino
+            assert _unflagged_dconf_flags(reader.pid, str(flag), current=current) == [mapped]
+            # Flagged, as the service does before it replaces one: the reader rereads.
+            old.write(b"\1")
+            assert _unflagged_dconf_flags(reader.pid, str(flag), current=current) == []
+    finally:
+        reader.kill()
+        reader.wait()
+
+
+def test_a_watched_folder_is_emptied_in_place_with_its_mode_and_attributes(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "Desktop"
+    folder.mkdir(mode=0o755)
+    mode = folder.stat().st_mode
+    inode = folder.stat().st_ino
+    assert _empty_in_place(folder, mode) is False  # as given: nothing to redraw
+    (folder / "answer.txt").write_text("42")
+    (folder / "sub").mkdir()
+    folder.chmod(0o700)
+    assert _empty_in_place(folder, mode) is True
+    assert folder.stat().st_ino == inode and folder.stat().st_mode == mode
+    assert list(folder.iterdir()) == []
+    folder.rmdir()
+    folder.symlink_to(tmp_path)  # no real folder: left to the HOME restore to replace
+    assert _empty_in_place(folder, mode) is None

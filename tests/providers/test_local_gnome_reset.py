@@ -153,6 +153,20 @@ def test_a_replaced_bus_socket_gives_a_new_session(
     _assert_fresh(desktop, fresh_screen)
 
 
+def test_a_change_flag_replaced_under_the_kept_programs_gives_a_new_session(
+    desktop: LocalDesktop, fresh_screen: np.ndarray
+) -> None:
+    """dconf's change flag swapped for an unflagged copy: the kept programs, which map the old
+    one, would keep the episode's settings (the dock with one app) and never see a change."""
+    shell = desktop.components.pid("wm")
+    _sh(desktop, "gsettings set org.gnome.shell favorite-apps \"['thunderbird.desktop']\"")
+    wait_until(lambda: np.abs(_screen(desktop) - fresh_screen).mean() > 0.5, message="the dock")
+    _sh(desktop, 'f="$XDG_RUNTIME_DIR/dconf/user"; cp "$f" "$f.new" && mv "$f.new" "$f"')
+    desktop.reset()
+    assert desktop.components.pid("wm") != shell
+    _assert_fresh(desktop, fresh_screen)
+
+
 def test_the_bus_keeps_the_environment_it_starts_services_with(desktop: LocalDesktop) -> None:
     result = desktop.client.execute(
         "gdbus call --session --dest=org.freedesktop.DBus --object-path=/org/freedesktop/DBus"

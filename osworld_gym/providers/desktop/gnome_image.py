@@ -15,8 +15,8 @@ it with their help. Run as ``python -m osworld_gym.providers.desktop.gnome_image
   on top of the restored HOME, the time settings of a new episode, the X server's fast mode and
   none of the last shell's settings on its root window; then it prints ``prepared``, and waits
   until the GNOME Shell the session script starts meanwhile manages windows and has laid the
-  desktop out. One process for both: each Python start with this package's imports costs about
-  0.4 s of the reset.
+  desktop out and drawn its icons. One process for both: each Python start with this package's
+  imports costs about 0.4 s of the reset.
 
 Unlike a local desktop, the image's reset restarts GNOME Shell (a new container, or the in-place
 reset): nothing of the last episode's shell is kept.
@@ -125,21 +125,36 @@ def _not_ready(conn: Any) -> str | None:
     return None
 
 
-def wait_ready(display: str, deadline: float) -> str | None:
+def wait_ready(display: str, deadline: float, icons_home: Path | None = None) -> str | None:
     """Wait until GNOME Shell manages windows (``WM_S0``) and has laid the desktop out.
+
+    Then, with ``icons_home`` (HOME, whose ``~/Desktop`` the session shows as desktop icons),
+    until the icons are drawn, in the theme the XSETTINGS manager announces
+    (``desktop_icons``).
 
     Returns:
         None once it does, else (at the deadline) what it had yet to do.
     """
     from Xlib import display as xdisplay
 
+    from osworld_gym.providers.desktop import desktop_icons, window_manager
+
     conn = xdisplay.Display(display)
     try:
         while True:
             missing = _not_ready(conn)
+            if missing is None and icons_home is not None:
+                if not window_manager.selection_owner(conn, "_XSETTINGS_S0"):
+                    missing = "no XSETTINGS manager runs"
             if missing is None or time.monotonic() >= deadline:
-                return missing
+                break
             time.sleep(_POLL_SECONDS)  # the shell lays out on its own main loop
+        if missing is None and icons_home is not None:
+            try:
+                desktop_icons.wait_drawn(conn, None, icons_home, deadline, lambda: None)
+            except TimeoutError as e:
+                missing = str(e)
+        return missing
     finally:
         conn.close()
 
@@ -164,7 +179,7 @@ def start(state: Path, environ: Mapping[str, str], timeout: float, out: TextIO) 
     display = environ["DISPLAY"]
     prepare(state, Path(environ["HOME"]), Path(environ["XDG_RUNTIME_DIR"]), display, deadline)
     print(PREPARED, file=out, flush=True)
-    return wait_ready(display, deadline)
+    return wait_ready(display, deadline, Path(environ["HOME"]))
 
 
 def _screen(text: str) -> tuple[int, int]:

@@ -41,6 +41,8 @@ from osworld_gym.providers.desktop import timedate_service
 
 SESSION_MODE = "osworld"
 DOCK_EXTENSION = "dash-to-dock@micxgx.gmail.com"
+# Desktop icons (Desktop Icons NG), as Ubuntu's session mode enables them.
+DESKTOP_ICONS_EXTENSION = "ding@rastersoft.com"
 # Ours: tells a reset whether the shell is as fresh as a new one (gnome_extension/extension.js).
 STATE_EXTENSION = "shell-state@osworld-gym"
 # Run in the desktop at a reset that keeps the shell, after the episode's programs are gone and
@@ -89,7 +91,7 @@ FAVORITE_APPS = (
 DEFAULTS: dict[str, dict[str, str]] = {
     "org.gnome.shell": {
         "favorite-apps": "[" + ", ".join(f"'{app}'" for app in FAVORITE_APPS) + "]",
-        "enabled-extensions": f"['{DOCK_EXTENSION}']",
+        "enabled-extensions": f"['{DOCK_EXTENSION}', '{DESKTOP_ICONS_EXTENSION}']",
         # No "welcome to GNOME" tour: OSWorld's desktop is long past its first login.
         "welcome-dialog-last-shown-version": "'999'",
     },
@@ -107,6 +109,17 @@ DEFAULTS: dict[str, dict[str, str]] = {
         "click-action": "'focus-or-appspread'",
         "custom-theme-shrink": "true",
         "running-indicator-style": "'DOTS'",
+    },
+    # The desktop's icons: OSWorld's accessibility tree has one, a 64-pixel icon labelled Home
+    # centred at (1853, 1001) of 1920x1080, and no Trash (the dock has it). No volumes: on a
+    # local desktop they would be the host's mounts.
+    "org.gnome.shell.extensions.ding": {
+        "show-home": "true",
+        "show-trash": "false",
+        "show-volumes": "false",
+        "show-network-volumes": "false",
+        "start-corner": "'bottom-right'",
+        "icon-size": "'standard'",
     },
     "org.gnome.desktop.interface": {
         "gtk-theme": "'Yaru'",
@@ -297,7 +310,8 @@ def _session_mode() -> str:
         "{\n"
         '    "parentMode": "user",\n'
         '    "stylesheetName": "Yaru/gnome-shell.css",\n'
-        f'    "enabledExtensions": ["{DOCK_EXTENSION}", "{STATE_EXTENSION}"]\n'
+        f'    "enabledExtensions": ["{DOCK_EXTENSION}", "{DESKTOP_ICONS_EXTENSION}",'
+        f' "{STATE_EXTENSION}"]\n'
         "}\n"
     )
 
@@ -334,8 +348,12 @@ def available() -> str | None:
         )  # fmt: skip
         if shutil.which(name) is None
     ]
-    if not Path("/usr/share/gnome-shell/extensions", DOCK_EXTENSION).is_dir():
-        missing.append("gnome-shell-extension-dashtodock")
+    for extension, package in (
+        (DOCK_EXTENSION, "gnome-shell-extension-dashtodock"),
+        (DESKTOP_ICONS_EXTENSION, "gnome-shell-extension-desktop-icons-ng"),
+    ):
+        if not Path("/usr/share/gnome-shell/extensions", extension).is_dir():
+            missing.append(package)
     if not Path("/usr/share/gnome-shell/theme/Yaru").is_dir():
         missing.append("yaru-theme-gnome-shell")
     if missing:
@@ -520,9 +538,9 @@ def reload_settings_command(settings: str) -> tuple[str, ...]:
     """A command that makes dconf's service rewrite the user's settings as ``settings`` (text).
 
     Run in the desktop after a reset restored the settings database of HOME under programs
-    that keep running (GNOME Shell, GNOME's settings daemons): they read the database file but
-    learn of changes only from the service's signals, so each key is reset, then written again,
-    through the service.
+    that keep running (GNOME Shell, GNOME's settings daemons, the desktop icons' program): they
+    read the database file but learn of changes only from the service's signals, so each key is
+    reset, then written again, through the service.
     """
     return ("sh", "-c", 'dconf reset -f / && dconf load / < "$1"', "reload-settings", settings)
 

@@ -66,9 +66,9 @@ class WindowManagerState:
     shown: tuple[int, ...]
 
 
-def selection_owner(conn: Any) -> int:
-    """The window owning ``WM_S0`` (the window manager's), 0 when none does."""
-    owner = conn.get_selection_owner(conn.intern_atom("WM_S0"))
+def selection_owner(conn: Any, selection: str = "WM_S0") -> int:
+    """The window owning ``selection`` (by default the window manager's), 0 when none does."""
+    owner = conn.get_selection_owner(conn.intern_atom(selection))
     return owner if isinstance(owner, int) else int(owner.id)  # X.NONE comes as 0
 
 

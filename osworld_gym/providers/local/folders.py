@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -42,6 +43,30 @@ def empty_folder(folder: Path, keep: tuple[str, ...] = ()) -> None:
             shutil.rmtree(entry, ignore_errors=True)
         else:
             entry.unlink(missing_ok=True)
+
+
+def _empty_in_place(folder: Path, mode: int) -> bool | None:
+    """Empty a real folder, set its ``mode`` back, drop its extended attributes (ACLs too).
+
+    Returns:
+        True when it held anything or had another mode or attributes, False when it was as
+        given, None when ``folder`` is no real folder (missing, a link, a file): left to be
+        replaced.
+    """
+    try:
+        info = folder.lstat()
+        if not stat.S_ISDIR(info.st_mode):
+            return None
+        changed = info.st_mode != mode or any(folder.iterdir())
+        empty_folder(folder)
+        for name in os.listxattr(folder, follow_symlinks=False):
+            os.removexattr(folder, name, follow_symlinks=False)
+            changed = True
+        os.chmod(folder, stat.S_IMODE(mode), follow_symlinks=False)
+    except OSError as e:
+        logger.info("%s cannot be emptied in place (%s): it is replaced", folder, e)
+        return None
+    return changed
 
 
 def empty_tree(folder: Path, keep: set[Path]) -> None:
@@ -183,20 +208,54 @@ class DesktopFolders:
         identity: HostIdentity,
         template: str | None,
         session_files: Callable[[Path], None] | None = None,
+        kept_folders: tuple[tuple[str, int], ...] = (),
     ) -> None:
         """HOME as a new desktop's: the default skeleton, ``template``, the session's files.
 
         The session's files come last: they build on the template's (a GNOME session's settings
         database holds the template's settings and its own).
+
+        Args:
+            identity: The desktop user, who gets HOME.
+            template: A folder copied into HOME, or None.
+            session_files: Writes the session's own files into HOME.
+            kept_folders: (name, mode) of folders of HOME that programs kept over the reset
+                watch (the desktop icons' ``Desktop``): each emptied in place, its mode set back
+                and its extended attributes removed, when it is still a real folder.
         """
         # Emptied, not replaced: a guest kept over a reset has this very folder mounted.
-        empty_folder(self.home)
+        emptied = {name: _empty_in_place(self.home / name, mode) for name, mode in kept_folders}
+        keep = tuple(name for name, outcome in emptied.items() if outcome is not None)
+        empty_folder(self.home, keep=keep)
         write_default_home(self.home)
         if template:
             shutil.copytree(template, self.home, symlinks=True, dirs_exist_ok=True)
         if session_files is not None:
             session_files(self.home)
         identity.hand_over(self.home, recursive=True)
+
+    def restore_home_folder(
+        self, folder: Path, identity: HostIdentity, template: str | None
+    ) -> None:
+        """``folder`` of HOME (relative) as a new desktop has it: the template's, or none."""
+        target = self.home / folder
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            target.unlink(missing_ok=True)
+        source = Path(template, folder) if template else None
+        if source is not None and source.is_dir():
+            shutil.copytree(source, target, symlinks=True)
+            identity.hand_over(target, recursive=True)
+
+    def empty_in_place(self, folders: tuple[tuple[str, int], ...]) -> bool:
+        """Empty ``folders`` of HOME, given as (name, mode), in place (see ``restore_home``).
+
+        Returns:
+            Whether any of them held anything, had another mode or attributes, or was replaced.
+        """
+        changed = [_empty_in_place(self.home / name, mode) for name, mode in folders]
+        return any(c is not False for c in changed)
 
     def empty_temp_folders(self, keep_visible: tuple[str, ...], display: str) -> None:
         """Empty the private ``/tmp`` and ``/var/tmp``, as a VM's revert would.

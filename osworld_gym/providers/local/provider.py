@@ -69,10 +69,10 @@ logger = logging.getLogger(__name__)
 NETWORKS = ("private", "host")  # LocalProviderConfig.network
 # GNOME's settings daemons a GNOME session runs: the apps' theme and fonts (XSETTINGS), and the
 # media keys, among them Ubuntu's ctrl+alt+t for a terminal.
-_GNOME_DAEMONS = (
-    ("gsd-xsettings", ("/usr/libexec/gsd-xsettings",)),
-    ("gsd-media-keys", ("/usr/libexec/gsd-media-keys",)),
-)
+# XSETTINGS before the shell: the desktop icons' program, which the shell starts, draws with
+# the theme it announces from its first frame. The media keys after: they grab through the shell.
+_GNOME_EARLY_DAEMONS = (("gsd-xsettings", ("/usr/libexec/gsd-xsettings",)),)
+_GNOME_DAEMONS = (("gsd-media-keys", ("/usr/libexec/gsd-media-keys",)),)
 # Where a sandboxed desktop's programs can write (so never on their PATH).
 _WRITABLE_INSIDE = (sandbox.DESKTOP_HOME, "/tmp", "/var/tmp", "/run/user", "/dev/shm",
                     f"{sandbox.STATE_MOUNT}/{sandbox.GUEST_STATE}")  # fmt: skip
@@ -252,18 +252,40 @@ def _inode(path: Path) -> int:
         return 0
 
 
-def _mapped_dconf_flags(pid: int, flag: str) -> list[int]:
-    """The inodes of the dconf change flags at ``flag`` (as ``pid`` sees it) ``pid`` maps."""
+# Where GVfs's metadata daemon keeps its database, in HOME.
+GVFS_METADATA = Path(".local") / "share" / "gvfs-metadata"
+
+
+def _unflagged_dconf_flags(pid: int, flag: str, current: int) -> list[int]:
+    """The dconf change flags ``pid`` maps, but the ``current`` one, that were never flagged.
+
+    dconf's service flags the change flag at ``flag`` (as ``pid`` sees it: one byte, set to 1)
+    before it replaces it: a reader that maps a flagged one reads the settings anew at its next
+    read. One that maps an unflagged one that is not the current one would never learn of a
+    change: a program replaced the flag under it. The byte is read from the reader's memory;
+    where that cannot be read it counts as unflagged.
+    """
     try:
         lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
     except OSError:
         return []
-    inodes = []
+    unflagged = []
     for line in lines:
         fields = line.split(maxsplit=5)
-        if len(fields) == 6 and fields[5].removesuffix(" (deleted)") == flag:
-            inodes.append(int(fields[4]))
-    return inodes
+        if len(fields) < 6 or fields[5].removesuffix(" (deleted)") != flag:
+            continue
+        inode = int(fields[4])
+        if inode == current:
+            continue
+        try:
+            with open(f"/proc/{pid}/mem", "rb", buffering=0) as memory:
+                memory.seek(int(fields[0].split("-")[0], 16))
+                flagged = memory.read(1) not in (b"", b"\0")
+        except OSError:
+            flagged = False
+        if not flagged:
+            unflagged.append(inode)
+    return unflagged
 
 
 def _lost_mount_race(error: str) -> bool:
@@ -379,12 +401,14 @@ class LocalDesktop(Desktop):
             if self._gnome is None
             else (self._gnome.system_bus_config, self.files.runtime_dir / "system_bus_socket"),
             daemons=() if self._gnome is None else _GNOME_DAEMONS,
+            early_daemons=() if self._gnome is None else _GNOME_EARLY_DAEMONS,
             ready_line=None if self._gnome is None else "GNOME Shell started",
             bus_config=None if self._gnome is None else self._gnome.session_bus_config,
             runtime_dir=self.files.runtime_dir,
             keep_session=self._gnome is not None,
             laid_out=None if self._gnome is None else gnome_session.laid_out,
             freshness=None if self._gnome is None else self._shell_staleness,
+            icons_home=None if self._gnome is None else self.files.home,
         )
         self._service_ports: list[PortReservation] = []
         self.guest = GuestServer(
@@ -751,6 +775,7 @@ class LocalDesktop(Desktop):
                 logger.info("%r: restarting the session: %s", self, why_not)
         if keep_wm:
             keep.extend(wm)
+            keep.extend(self.session.window_manager_companions())
         if keep_session:
             keep.extend(self.session.kept_pids())
         settings_changed = keep_session and self._settings_changed()
@@ -762,7 +787,13 @@ class LocalDesktop(Desktop):
         processes.remove_sockets_once_released(sockets)
         for name in [n for n, p in components.procs.items() if p.pid not in keep]:
             components.forget(name)
-        self._restore_files(self.session.kept_runtime_files() if keep_session else set())
+        icons_folders = self.session.icons_folders() if keep_wm else ()
+        if icons_folders:
+            # Before HOME is restored: what their redraw writes there goes with the rest.
+            self._settle_kept_icons(conn, keep, icons_folders, reload_settings=settings_changed)
+        self._restore_files(
+            self.session.kept_runtime_files() if keep_session else set(), icons_folders
+        )
         for component in ("guest", "wm"):
             if component in components and self._sandboxed(component):
                 frames = self.client.shared_frame_names() if component == "guest" else set()
@@ -772,7 +803,7 @@ class LocalDesktop(Desktop):
             # The kept guest remembers the spare keys it mapped (now empty again): a new one
             # starts from the keymap as it is.
             components.stop("guest")
-        if settings_changed:
+        if settings_changed and not icons_folders:
             self._reload_settings()
         self._start_session(keep_wm=keep_wm, conn=conn)
         restarted = not keep_wm or (components.pids("wm") if "wm" in components else []) != wm
@@ -782,7 +813,36 @@ class LocalDesktop(Desktop):
         if settings_changed:
             self._wait_for_redraw()
             self._stop_settings_writer()
+            if icons_folders and not restarted:
+                # The shell's redraw (workspaces, work area) has the icons' program lay its
+                # icons out again, writing their positions through GVfs's metadata daemon.
+                self.session.settle_icons(conn)
+                self._stop_metadata_writer()
         return restarted
+
+    def _settle_kept_icons(
+        self,
+        conn: Any,
+        keep: list[int],
+        folders: tuple[tuple[str, int], ...],
+        *,
+        reload_settings: bool,
+    ) -> None:
+        """Bring the kept desktop icons back to a new desktop's before the rest of the reset.
+
+        Their folders are emptied in place and the settings reloaded (when changed): their
+        program redraws, and as it does, it calls services the bus starts and writes GVfs's
+        metadata into HOME. Once it is done (``Session.settle_icons``), what it started is
+        stopped, and the HOME restore that follows removes what it wrote: the next episode
+        starts as a new desktop's first one does. With nothing to redraw (the folders as new,
+        the settings unchanged) there is nothing to wait for.
+        """
+        changed = self.files.empty_in_place(folders)
+        if reload_settings:
+            self._reload_settings()
+        if changed or reload_settings:
+            self.session.settle_icons(conn)
+            processes.kill_marked(self.marker, exclude=keep, timeout=0)
 
     def _stop_settings_writer(self) -> None:
         """Stop dconf's service, which the settings reload started.
@@ -797,6 +857,20 @@ class LocalDesktop(Desktop):
             if processes.command_name(pid) == b"dconf-service"
         ]
         processes.terminate(writers, timeout=2.0)
+
+    def _stop_metadata_writer(self) -> None:
+        """Stop GVfs's metadata daemon and remove what it wrote in HOME.
+
+        The desktop icons' program stores its icons' positions through it whenever it lays them
+        out. A new desktop runs none and has no metadata once its first reset is done.
+        """
+        writers = [
+            pid
+            for pid in processes.find_marked(self.marker)
+            if processes.command_name(pid) == b"gvfsd-metadata"
+        ]
+        processes.terminate(writers, timeout=2.0)
+        self.files.restore_home_folder(GVFS_METADATA, self.identity, self.config.home_template)
 
     def _wait_for_redraw(self) -> None:
         """Wait until the kept shell has redrawn what the reloaded settings changed.
@@ -834,11 +908,12 @@ class LocalDesktop(Desktop):
     def _reload_settings(self) -> None:
         """Tell the programs kept running that the user's settings are a new desktop's again.
 
-        The reset restored the database file; GNOME Shell and the settings daemons learn of
-        changes only from dconf's service, which rewrites each key here, then flags and
-        replaces dconf's change flag: each reader maps the new one as it reads the changed
-        keys. One that still maps another flag (a program of the episode replaced it under
-        them) would never see a change again: the session is started anew instead.
+        The reset restored the database file; GNOME Shell, the settings daemons and the
+        desktop icons' program learn of changes only from dconf's service, which rewrites each
+        key here, then flags and replaces dconf's change flag: each reader maps the new one as
+        it reads the keys it was told changed, or keeps a flagged one until its next read. One
+        that maps an unflagged old one (a program of the episode replaced the flag under it)
+        would never see a change again: the session is started anew instead.
 
         Raises:
             ProviderError: The settings could not be reloaded, or a reader kept an old flag.
@@ -857,7 +932,7 @@ class LocalDesktop(Desktop):
             stale = [
                 pid
                 for pid in self.session.dconf_clients()
-                if any(inode != flag for inode in _mapped_dconf_flags(pid, seen_as))
+                if _unflagged_dconf_flags(pid, seen_as, flag)
             ]
             if not stale:
                 self._put_back_settings_file()
@@ -899,19 +974,27 @@ class LocalDesktop(Desktop):
         stale = out.strip().removeprefix("(").removesuffix(",)").strip("'\"")
         return stale or None
 
-    def _restore_files(self, kept_runtime_files: set[Path] | None = None) -> None:
+    def _restore_files(
+        self,
+        kept_runtime_files: set[Path] | None = None,
+        kept_home_folders: tuple[tuple[str, int], ...] = (),
+    ) -> None:
         """HOME as new; ``/tmp``, ``/var/tmp``, the guest's and the runtime folder emptied.
 
         The guest's folder holds its wallpaper record, scripts and recordings; the runtime
         folder the buses' sockets (they start again, unless the session is kept: then its
         ``kept_runtime_files``, which it checked, stay) and a GNOME session's time settings
-        (written anew): nothing an episode left there stays.
+        (written anew): nothing an episode left there stays. ``kept_home_folders`` (name,
+        mode): folders of HOME that kept programs watch, emptied in place
+        (``Folders.restore_home``).
         """
         gnome = self._gnome
         session_files = (
             None if gnome is None else functools.partial(gnome_session.write_home, files=gnome)
         )
-        self.files.restore_home(self.identity, self.config.home_template, session_files)
+        self.files.restore_home(
+            self.identity, self.config.home_template, session_files, kept_home_folders
+        )
         keep_visible = () if self.sandbox is None else self.sandbox.keep_visible
         self.files.empty_temp_folders(keep_visible, self.display)
         empty_folder(self.files.guest_state)

@@ -21,9 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from Xlib.error import XError
+
 from osworld_gym.errors import ProviderError
 from osworld_gym.providers import processes
-from osworld_gym.providers.desktop import window_manager
+from osworld_gym.providers.desktop import desktop_icons, window_manager
 from osworld_gym.providers.local.components import SERVING_STATES, ComponentTable
 
 logger = logging.getLogger(__name__)
@@ -31,6 +33,12 @@ logger = logging.getLogger(__name__)
 # How long a kept window manager that lays out on its own main loop may take to come back to its
 # first state once the episode's apps are gone (GNOME Shell's dock regrows its icons).
 _RELAYOUT_SECONDS = 0.5
+# How long kept desktop icons may take to look as they did when new once a reset emptied
+# ~/Desktop and reloaded the settings (their program redraws on its own main loop).
+_ICONS_REDRAW_SECONDS = 1.5
+# Their program has done what a reset set off once it used no CPU for this long (its writes,
+# the services it calls, happen while it redraws).
+_ICONS_IDLE_SECONDS = 0.1
 
 
 def _identity(path: Path) -> tuple[int, int, int]:
@@ -63,7 +71,10 @@ class Session:
             (a GNOME session: the shell and ``timedatectl`` want one; the configuration names
             the socket), or None.
         daemons: Programs started, by component name, once the window manager runs (GNOME's
-            settings daemons: XSETTINGS for the apps' theme, media keys for ``ctrl+alt+t``).
+            media keys for ``ctrl+alt+t``, which it grabs through the shell).
+        early_daemons: Programs started, by component name, before the window manager
+            (GNOME's XSETTINGS daemon: the apps' theme and fonts, which the desktop icons are
+            drawn with from their first frame).
         ready_line: A line the window manager writes to its log once it has drawn its first
             frame (GNOME Shell's "GNOME Shell started"), waited for after it took ``WM_S0``;
             None: ``WM_S0`` is enough (openbox).
@@ -76,6 +87,10 @@ class Session:
             None: once it publishes its desktops.
         freshness: Asks the kept window manager itself what an episode left in it that a new
             one would not have (``deadline`` in, a reason or None out); None: nothing to ask.
+        icons_home: HOME on the host, whose ``~/Desktop`` the window manager shows as desktop
+            icons (GNOME Shell's, drawn by a program of its own: ``desktop_icons``); each start
+            waits until they are drawn, and a light reset keeps their program with the window
+            manager while they are as fresh as new; None: no desktop icons.
 
     Attributes:
         bus_address: The session bus's address once started, else empty.
@@ -93,14 +108,19 @@ class Session:
         check: Callable[[], None],
         system_bus: tuple[Path, Path] | None = None,
         daemons: tuple[tuple[str, tuple[str, ...]], ...] = (),
+        early_daemons: tuple[tuple[str, tuple[str, ...]], ...] = (),
         ready_line: str | None = None,
         bus_config: Path | None = None,
         runtime_dir: Path | None = None,
         keep_session: bool = False,
         laid_out: Callable[[dict[str, object]], bool] | None = None,
         freshness: Callable[[float], str | None] | None = None,
+        icons_home: Path | None = None,
     ) -> None:
         self._laid_out = laid_out
+        self._icons_home = icons_home
+        # What the desktop icons showed when new (None until drawn, or without icons).
+        self._icons: desktop_icons.IconsState | None = None
         self._components = components
         self._bus_config = bus_config
         self._runtime_dir = runtime_dir
@@ -111,6 +131,7 @@ class Session:
         self._ready_line = ready_line
         self._system_bus = system_bus
         self._daemons = daemons
+        self._early_daemons = early_daemons
         self._command = list(window_manager_command)
         self._accessibility = accessibility
         self._bus_socket = bus_socket
@@ -137,6 +158,9 @@ class Session:
             self._start_system_bus(deadline)
         if self._accessibility and shutil.which("dbus-daemon") and "dbus" not in self._components:
             self.start_bus(deadline)
+        for name, argv in self._early_daemons:
+            if name not in self._components:
+                self._components.spawn(name, list(argv))
         used = conn is not None
         if conn is None:
             conn = self._connect()
@@ -186,7 +210,8 @@ class Session:
             names.append("dbus")
             if os.access(AT_SPI_LAUNCHER, os.X_OK):
                 names.append("atspi")
-        return [*names, *(name for name, _ in self._daemons)]
+        daemons = (*self._early_daemons, *self._daemons)
+        return [*names, *(name for name, _ in daemons)]
 
     def kept_parts(self) -> list[str]:
         """The components a light reset keeps with the window manager (``keep_session``)."""
@@ -232,9 +257,26 @@ class Session:
         return self._runtime_dir / "dconf" / "user"
 
     def dconf_clients(self) -> list[int]:
-        """The kept programs that read settings (the window manager and the daemons)."""
-        names = ["wm", *(name for name, _ in self._daemons)]
-        return [self._components.pid(name) for name in names if name in self._components]
+        """The kept programs that read settings (the window manager, its icons, the daemons)."""
+        names = ["wm", *(name for name, _ in (*self._early_daemons, *self._daemons))]
+        pids = [self._components.pid(name) for name in names if name in self._components]
+        return pids + self.window_manager_companions()
+
+    def window_manager_companions(self) -> list[int]:
+        """Programs a light reset keeps with the window manager: its desktop icons' program."""
+        if self._icons is None or not processes.is_alive(self._icons.pid):
+            return []
+        return [self._icons.pid]
+
+    def icons_folders(self) -> tuple[tuple[str, int], ...]:
+        """The folders of HOME the kept desktop icons watch, as (name, mode) each.
+
+        A reset empties them in place: their program watches those very folders.
+        """
+        if self._icons is None:
+            return ()
+        watched = zip(desktop_icons.WATCHED_FOLDERS, self._icons.folders, strict=True)
+        return tuple((name, identity[2]) for name, identity in watched if identity[2])
 
     def _record_runtime_files(self) -> None:
         """Remember the buses' sockets, and the folders that lead to them."""
@@ -311,13 +353,29 @@ class Session:
         self._wait_for_window_manager(conn, deadline)
         if self._ready_line is not None:
             self._wait_for_log_line(log, offset, self._ready_line, deadline)
+        if self._icons_home is not None:
+            # Before the state is read: the icons' window is one of the windows it lists. They
+            # are drawn with the theme XSETTINGS announces: its manager first (started early).
+            self._wait_for_selection(conn, "_XSETTINGS_S0", deadline)
+            try:
+                self._icons = desktop_icons.wait_drawn(
+                    conn, self._components.pid("wm"), self._icons_home, deadline, self._check
+                )
+            except TimeoutError as e:
+                raise ProviderError(f"{e}\n{self._components.log_tail('wm')}") from e
         self._wm_state = self._fresh_state(conn, deadline)
 
     def stop_window_manager(self, timeout: float = 1.0) -> None:
-        """Stop the window manager and forget what it showed when new."""
+        """Stop the window manager (and its icons' program); forget what they showed when new.
+
+        The icons' program outlives GNOME Shell: a new shell would start a second one.
+        """
+        companions = self.window_manager_companions()
         if "wm" in self._components:
             self._components.stop("wm", timeout=timeout)
+        processes.terminate(companions, timeout=timeout)
         self._wm_state = None
+        self._icons = None
 
     def keeps_window_manager(self) -> bool:
         """Whether resets may keep the window manager: one whose freshness is checkable.
@@ -369,9 +427,69 @@ class Session:
                 break
             if attempt >= 1:
                 time.sleep(0.02)  # a poll interval: the shell lays out on its own main loop
+        if why is None:
+            why = self._icons_staleness(conn)
         if why is None and self._freshness is not None:
             why = self._freshness(budget)
         return why
+
+    def settle_icons(self, conn: Any) -> None:
+        """Wait until the kept desktop icons look as when new and their program is idle.
+
+        A reset that emptied ~/Desktop or reloaded the settings sets their program redrawing;
+        while it does, it calls services (GVfs's metadata daemon) that the reset then stops, as
+        a new desktop's first reset stops them. Pixels as when new tell that a visible redraw
+        is done; no CPU used for ``_ICONS_IDLE_SECONDS`` that an unseen one (the same icons
+        drawn again) is. Gives up after ``_ICONS_REDRAW_SECONDS``: the staleness check decides.
+        """
+        fresh = self._icons
+        if fresh is None or self._icons_home is None:
+            return
+        until = time.monotonic() + _ICONS_REDRAW_SECONDS
+        ticks, since = processes.cpu_ticks(fresh.pid), time.monotonic()
+        while time.monotonic() < until:
+            time.sleep(0.02)  # a poll interval: the program redraws on its own main loop
+            now = processes.cpu_ticks(fresh.pid)
+            if now is None:
+                return
+            if now != ticks:
+                ticks, since = now, time.monotonic()
+                continue
+            if time.monotonic() - since < _ICONS_IDLE_SECONDS:
+                continue
+            try:
+                if desktop_icons.read(conn, fresh.pid, self._icons_home).digest == fresh.digest:
+                    return
+            except XError:  # a window of theirs went while being read
+                continue
+
+    def _icons_staleness(self, conn: Any) -> str | None:
+        """Why the kept desktop icons are not as fresh as new ones; None when they are.
+
+        Their program is checked as the window manager is (running, the windows it had), and
+        their pixels must come back to a new desktop's: after a reset emptied ~/Desktop and
+        reloaded the settings, the program redraws on its own main loop, so only a pixel
+        difference is looked at again, until ``_ICONS_REDRAW_SECONDS``.
+        """
+        fresh = self._icons
+        if fresh is None or self._icons_home is None:
+            return None
+        if processes.state(fresh.pid) not in SERVING_STATES:
+            return "the desktop icons' program is not running"
+        until = time.monotonic() + _ICONS_REDRAW_SECONDS
+        why: str | None
+        while True:
+            try:
+                now = desktop_icons.read(conn, fresh.pid, self._icons_home)
+            except XError:  # a window of theirs went while being read (a menu closing)
+                why = "their windows changed while read"
+            else:
+                why = desktop_icons.difference(fresh, now)
+                if why is None or now.digest == fresh.digest:
+                    return why
+            if time.monotonic() >= until:
+                return f"the desktop icons: {why}"
+            time.sleep(0.02)  # a poll interval: the program redraws on its own main loop
 
     def _fresh_state(self, conn: Any, deadline: float) -> window_manager.WindowManagerState:
         """What the window manager just started shows, once it handles requests.
@@ -424,6 +542,14 @@ class Session:
                 tail = self._components.log_tail("wm")
                 raise ProviderError(f"window manager never said {line!r}\n{tail}")
             time.sleep(0.02)
+
+    def _wait_for_selection(self, conn: Any, selection: str, deadline: float) -> None:
+        """Wait until a program owns ``selection`` (a settings manager's, say)."""
+        while not window_manager.selection_owner(conn, selection):
+            self._check()
+            if time.monotonic() >= deadline:
+                raise ProviderError(f"no program took the {selection} selection in time")
+            time.sleep(0.02)  # a poll interval: the program starts on its own
 
     def _wait_for_window_manager(self, conn: Any, deadline: float) -> None:
         """Wait until a window manager owns the ``WM_S0`` selection (ICCCM).

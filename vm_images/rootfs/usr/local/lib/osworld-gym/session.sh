@@ -55,15 +55,16 @@ start_gnome_session() {
     wait_for "system bus" test -S /run/dbus/system_bus_socket
   fi
   start_session_bus --config-file="${GNOME_FILES}/session-bus.conf"
+  # GNOME's XSETTINGS daemon (the apps' theme and fonts) before the shell: the desktop icons'
+  # program, which the shell starts, draws with the theme it announces from its first frame.
+  (/usr/libexec/gsd-xsettings &)
   local shell_env=()
   mapfile -t shell_env <"${GNOME_FILES}/shell.env"
   # The helper saw the last shell's selection released: no --replace, which would take a
-  # window manager's place silently.
+  # window manager's place silently. It waits for the layout, then for the desktop icons.
   (env "${shell_env[@]}" gnome-shell --x11 --mode=osworld &)
   wait "${helper}" || exit 1
-  # GNOME's settings daemons: the apps' theme and fonts (XSETTINGS), the media keys
-  # (ctrl+alt+t among them).
-  (/usr/libexec/gsd-xsettings &)
+  # The media keys (ctrl+alt+t among them) after the shell, through which they grab.
   (/usr/libexec/gsd-media-keys &)
 }
 
