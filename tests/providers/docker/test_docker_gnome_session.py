@@ -15,12 +15,14 @@ import numpy as np
 import pytest
 from desktop_helpers import wait_until
 
-from osworld_gym.providers.desktop.desktop_icons import PROGRAM_SCRIPT
 from osworld_gym.providers.docker.provider import (
     DockerDesktop,
     DockerProvider,
     DockerProviderConfig,
 )
+
+# The desktop icons' program ("[d]": not the shell that runs pgrep, whose command line names it).
+ICONS_PROGRAM = "pgrep -f '[d]ing@rastersoft.com/ding.js'"
 
 
 @pytest.fixture()
@@ -54,7 +56,7 @@ def test_an_in_place_reset_starts_a_new_gnome_session(gnome_desktop: DockerDeskt
     assert "/run/dbus/system_bus_socket" in fresh["bus folder"]
     first_shell = shell_pid()
     assert first_shell, "no GNOME Shell"
-    first_icons = shell(f"pgrep -f {PROGRAM_SCRIPT}").split()
+    first_icons = shell(ICONS_PROGRAM).split()
     assert len(first_icons) == 1, "no desktop icons' program"
     # What a policy could plant for the next episode: settings, the time zone, HOME's GNOME
     # files (the settings database itself), a terminal left open.
@@ -86,6 +88,6 @@ def test_an_in_place_reset_starts_a_new_gnome_session(gnome_desktop: DockerDeskt
     assert frame.shape[:2] == (768, 1024)
     assert frame[:20, 200:800].astype(int).mean() < 40, "no top bar after the reset"
     # The desktop icons: Home alone, in the bottom-right corner, drawn by a new program.
-    assert shell(f"pgrep -f {PROGRAM_SCRIPT}").split() not in ([], first_icons)
+    assert shell(ICONS_PROGRAM).split() not in ([], first_icons)
     corner, middle = frame[660:760, 930:1020].astype(int), frame[300:400, 400:500].astype(int)
     assert np.abs(corner - middle.mean(axis=(0, 1))).mean() > 10, "no Home icon"
