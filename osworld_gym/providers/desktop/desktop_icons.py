@@ -49,6 +49,7 @@ class IconsState:
 
     Attributes:
         pid: The program's process (on the host).
+        started: Its start time (``processes.start_time``): a reused pid is another process.
         windows: The top-level windows of its X client, mapped or not.
         shown: The mapped ones, which it draws the icons into.
         digest: A hash of the pixels of ``shown``.
@@ -57,6 +58,7 @@ class IconsState:
     """
 
     pid: int
+    started: str | None
     windows: frozenset[int]
     shown: tuple[int, ...]
     digest: bytes
@@ -142,9 +144,10 @@ def digest(conn: Any, windows: tuple[int, ...]) -> bytes:
 
 def read(conn: Any, pid: int, home: Path) -> IconsState:
     """The icons' state now (see ``IconsState``), for the desktop whose HOME is ``home``."""
+    started = processes.start_time(pid)
     windows, shown = client_windows(conn, pid)
     folders = tuple(folder_identity(home / name) for name in WATCHED_FOLDERS)
-    return IconsState(pid, windows, shown, digest(conn, shown), folders)
+    return IconsState(pid, started, windows, shown, digest(conn, shown), folders)
 
 
 def wait_drawn(
@@ -196,7 +199,7 @@ def wait_drawn(
 
 def difference(fresh: IconsState, now: IconsState) -> str | None:
     """How ``now`` differs from the ``fresh`` state, or None."""
-    if now.pid != fresh.pid:
+    if (now.pid, now.started) != (fresh.pid, fresh.started):
         return "another program draws them"
     if now.folders != fresh.folders:
         return "~/Desktop or ~/Templates was replaced, or its mode changed (it watches the old)"

@@ -264,9 +264,10 @@ class Session:
 
     def window_manager_companions(self) -> list[int]:
         """Programs a light reset keeps with the window manager: its desktop icons' program."""
-        if self._icons is None or not processes.is_alive(self._icons.pid):
+        icons = self._icons
+        if icons is None or not processes.still_running(icons.pid, icons.started):
             return []
-        return [self._icons.pid]
+        return [icons.pid]
 
     def icons_folders(self) -> tuple[tuple[str, int], ...]:
         """The folders of HOME the kept desktop icons watch, as (name, mode) each.
