@@ -8,6 +8,7 @@ import os
 import subprocess
 import time
 
+import numpy
 import pytest
 
 from osworld_gym.actions import Action
@@ -15,6 +16,24 @@ from osworld_gym.env import OSWorldEnv
 from osworld_gym.providers.local.provider import LocalDesktop, LocalProvider, LocalProviderConfig
 
 SMALL_SCREEN = (1280, 720)
+
+
+def shell_output(desktop: LocalDesktop, command: str) -> str:
+    """Run ``command`` in the desktop's shell; fail the test unless it succeeds; its output."""
+    result = desktop.client.execute(command, shell=True)
+    assert result.returncode == 0, result.error
+    return result.output
+
+
+def settled_screen(
+    desktop: LocalDesktop, masked: tuple[slice, slice] | None = None
+) -> numpy.ndarray:
+    """The screen once still (the events settle), as ints, with ``masked`` (a clock) zeroed."""
+    shot = desktop.client.screenshot(format="raw", settle=True, settle_mode="events")
+    frame = shot.to_array().astype(int)
+    if masked is not None:
+        frame[masked] = 0
+    return frame
 
 
 def launch_desktop(**overrides: object) -> LocalDesktop:

@@ -14,7 +14,8 @@ import collections.abc
 
 import numpy as np
 import pytest
-from desktop_helpers import launch_desktop, wait_until
+from desktop_helpers import launch_desktop, settled_screen, wait_until
+from desktop_helpers import shell_output as _sh
 from fixture_marks import needs
 
 from osworld_gym.providers.desktop import desktop_icons, gnome_session
@@ -33,17 +34,8 @@ CLOCK = (slice(0, 27), slice(860, 1060))  # the top bar's clock changes by the m
 HOME_ICON = (1853, 1001)  # OSWorld's tree: a 64-pixel icon labelled Home, centred here
 
 
-def _sh(desktop: LocalDesktop, command: str) -> str:
-    result = desktop.client.execute(command, shell=True)
-    assert result.returncode == 0, result.error
-    return result.output
-
-
 def _screen(desktop: LocalDesktop) -> np.ndarray:
-    shot = desktop.client.screenshot(format="raw", settle=True, settle_mode="events")
-    frame = shot.to_array().astype(int)
-    frame[CLOCK] = 0
-    return frame
+    return settled_screen(desktop, CLOCK)
 
 
 def _icons_program(desktop: LocalDesktop) -> int | None:

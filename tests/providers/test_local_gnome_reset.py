@@ -13,7 +13,8 @@ import collections.abc
 
 import numpy as np
 import pytest
-from desktop_helpers import launch_desktop, wait_until
+from desktop_helpers import launch_desktop, settled_screen, wait_until
+from desktop_helpers import shell_output as _sh
 from fixture_marks import needs
 
 from osworld_gym.providers.desktop import gnome_session
@@ -31,17 +32,8 @@ SCREEN = (1280, 720)
 CLOCK = (slice(0, 27), slice(560, 720))  # the top bar's clock changes by the minute
 
 
-def _sh(desktop: LocalDesktop, command: str) -> str:
-    result = desktop.client.execute(command, shell=True)
-    assert result.returncode == 0, result.error
-    return result.output
-
-
 def _screen(desktop: LocalDesktop) -> np.ndarray:
-    shot = desktop.client.screenshot(format="raw", settle=True, settle_mode="events")
-    frame = shot.to_array().astype(int)
-    frame[CLOCK] = 0
-    return frame
+    return settled_screen(desktop, CLOCK)
 
 
 def _session_pids(desktop: LocalDesktop) -> dict[str, int]:

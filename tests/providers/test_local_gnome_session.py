@@ -13,6 +13,7 @@ import time
 import numpy as np
 import pytest
 from desktop_helpers import launch_desktop, wait_until
+from desktop_helpers import shell_output as _sh
 from fixture_marks import needs
 
 from osworld_gym.errors import ProviderError
@@ -26,12 +27,6 @@ pytestmark = [
         reason=f"no GNOME session here: {gnome_session.available()}",
     ),
 ]
-
-
-def _sh(desktop: LocalDesktop, command: str) -> str:
-    result = desktop.client.execute(command, shell=True)
-    assert result.returncode == 0, result.error
-    return result.output
 
 
 @pytest.fixture(scope="module")
