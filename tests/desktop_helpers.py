@@ -62,6 +62,19 @@ def wait_until(
         time.sleep(interval)
 
 
+def restarted(desktop: LocalDesktop, component: str, old: int) -> bool:
+    """Whether the desktop's check has restarted ``component`` (its program PID was ``old``).
+
+    Runs the check first (it restarts session parts); a sandboxed program that exited has no PID
+    until then (``ProcessLookupError``), which is "not yet".
+    """
+    desktop.quick_check()
+    try:
+        return bool(desktop.component_pid(component) != old)
+    except ProcessLookupError:
+        return False
+
+
 def run_episode(env: OSWorldEnv, task_id: str, steps: list) -> float:
     """Reset to ``task_id``, take ``steps`` until the episode ends; return its last reward.
 

@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 import pytest
-from desktop_helpers import launch_desktop, wait_until
+from desktop_helpers import launch_desktop, restarted, wait_until
 
 from osworld_gym.providers.local.provider import LocalDesktop
 
@@ -75,11 +75,9 @@ def test_a_session_part_stopped_from_inside_is_restarted(component: str, how: st
         code, _, err = _sh(desktop, f"kill -{how} $(pidof {program})")
         assert code == 0, err
 
-        def restarted() -> bool:
-            desktop.quick_check()  # restarts it, raises nothing
-            return desktop.component_pid(component) != old
-
-        wait_until(restarted, timeout=10, message=f"{component} restarted")
+        wait_until(
+            lambda: restarted(desktop, component, old), timeout=10, message=f"{component} restarted"
+        )
         assert desktop.client.screenshot(format="raw").faults == ()
         if component == "wm":
             assert _sh(desktop, "wmctrl -m | head -1")[1] == "Name: Openbox\n"

@@ -582,8 +582,15 @@ class LocalDesktop(Desktop):
         """PID of a core component: ``"xvfb"``, ``"dbus"``, ``"wm"`` or ``"guest"``.
 
         For a sandboxed component, the PID of the program itself (not of its ``bwrap``).
+
+        Raises:
+            ProcessLookupError: The sandboxed program has exited and its ``bwrap`` not yet
+                (a few milliseconds): no PID is the program's then, until the check restarts it.
         """
-        return self.components.pid(component)
+        pid = self.components.pid(component)
+        if self._sandboxed(component) and processes.command_name(pid) in (b"bwrap", None):
+            raise ProcessLookupError(f"{component}'s program has exited")
+        return pid
 
     def _sandboxed(self, component: str) -> bool:
         return self._bwrap is not None and component != "xvfb"
