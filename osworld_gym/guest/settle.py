@@ -236,7 +236,8 @@ class ProcessWatch:
     count as busy. A busy process that ends keeps its hold: its parent may fork the next
     command of a list a moment later. A process "stirs" when its main thread ran at least
     ``STIR_NS`` since the previous sample and ``STIR_FACTOR`` times what it ran per second
-    before the action.
+    before the action, or when it waits for a CPU and has not run since the previous sample
+    (unless busy in the background): a starved process shows its wait only once it runs.
 
     Attributes:
         display_name: Processes count only if their ``DISPLAY`` is this one (several local
@@ -273,7 +274,7 @@ class ProcessWatch:
             self._ended.clear()
             # One tick of slack: starttime is rounded down to the tick.
             self._mark_ticks = time.clock_gettime(time.CLOCK_BOOTTIME) * _CLK_TCK - 1
-            for proc, main_ns, ticks in self._sample():
+            for proc, main_ns, ticks, _runnable in self._sample():
                 window = now - proc.sampled_at
                 if proc.main_ns >= 0 and window >= BACKGROUND_WINDOW:
                     proc.background_busy = _busy(proc, main_ns, ticks, window)
@@ -290,7 +291,7 @@ class ProcessWatch:
             self._ended = [held for held in self._ended if now < held[2]]
             for name, new, _until in self._ended:
                 (launched if new else working).append(name)
-            for proc, main_ns, ticks in sampled:
+            for proc, main_ns, ticks, runnable in sampled:
                 new = proc.start_ticks >= self._mark_ticks
                 if proc.main_ns < 0:
                     # First sight: a new process just started; an old one gets a baseline.
@@ -307,6 +308,11 @@ class ProcessWatch:
                     rate = 0.0 if new else proc.background_rate
                     if main_ns - proc.main_ns >= max(STIR_NS, STIR_FACTOR * rate * window):
                         stirring.append(proc.name)
+                    elif runnable and main_ns == proc.main_ns and not proc.background_busy:
+                        # Woken (by the action's input) and still waiting for a CPU: the
+                        # kernel adds a wait to schedstat only once the wait ends, so on a
+                        # loaded host a starved dialog looks idle until it has answered.
+                        stirring.append(proc.name)
                 proc.main_ns, proc.ticks, proc.sampled_at = main_ns, ticks, now
                 if now < proc.busy_until:
                     (launched if new else working).append(proc.name)
@@ -319,8 +325,12 @@ class ProcessWatch:
         with self._lock:
             self._gone_since_mark.clear()
 
-    def _sample(self) -> list[tuple[_Proc, int, int]]:
-        """(process, main thread's run + wait ns, all threads' ticks) per display process."""
+    def _sample(self) -> list[tuple[_Proc, int, int, bool]]:
+        """One tuple per display process: (process, ns, ticks, runnable).
+
+        ns: its main thread's run + run-queue wait; ticks: all its threads' run time; runnable:
+        its main thread runs or waits for a CPU (state ``R``).
+        """
         try:
             pids = {int(p) for p in os.listdir(self.proc_root) if p.isdigit()}
         except OSError:
@@ -353,7 +363,7 @@ class ProcessWatch:
             main_ns = self._main_ns(pid)
             if stat is not None and main_ns is not None and stat[2] != "Z":
                 proc.name = stat[0]  # a fork's name changes when it execs
-                sampled.append((proc, main_ns, stat[3]))
+                sampled.append((proc, main_ns, stat[3], stat[2] == "R"))
                 continue
             if not proc.gone:  # a zombie, or going: it ended
                 self._note_gone(proc)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import threading
 
@@ -296,6 +298,48 @@ def test_events_settle_waits_for_the_server_to_close_an_exited_dialog(
     assert shot.settle_seconds >= CLOSE_AFTER * 0.9, shot
     # The dialog is gone from the observation, and nothing changed after it.
     assert _app_colour(shot) != (255, 0, 0)
+    np.testing.assert_array_equal(shot.to_array(), _still_frame(client))
+
+
+# The dialog's CPU is taken by a real-time busy loop (root only) from before the click until
+# STARVE seconds after it: the click's events wait in the dialog's socket and the dialog waits in
+# the run queue, neither drawing nor working, as on a host whose cores are all busy (it showed
+# in one frame of a training run beside a test suite).
+_CPU_HOG = """
+import select, sys, time
+print("hogging", flush=True)
+while not select.select([sys.stdin], [], [], 0)[0]:
+    pass
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    pass
+"""
+STARVE = 0.15
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a real-time busy loop needs root")
+def test_events_settle_waits_for_a_starved_dialog_woken_by_the_click(
+    clean_desktop: LocalDesktop,
+) -> None:
+    client = clean_desktop.client
+    cpu = str(max(os.sched_getaffinity(0)))
+    client.launch(["taskset", "-c", cpu, sys.executable, "-c", _EXITING_DIALOG, "0"])
+    wait_until(lambda: _app_colour(_still_frame(client)) == (255, 0, 0), message="the dialog")
+    hog = subprocess.Popen(
+        ["chrt", "-f", "1", "taskset", "-c", cpu, sys.executable, "-c", _CPU_HOG, str(STARVE)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert hog.stdin is not None and hog.stdout is not None
+    try:
+        assert hog.stdout.readline() == b"hogging\n"
+        client.actions([{"kind": "click", "x": 200, "y": 150}])
+    finally:
+        hog.stdin.close()  # the dialog's CPU stays taken STARVE seconds more
+    shot = _events(client)
+    hog.wait(timeout=10)
+    assert shot.settled, shot
+    assert _app_colour(shot) != (255, 0, 0), f"the click's dialog is in the observation: {shot}"
     np.testing.assert_array_equal(shot.to_array(), _still_frame(client))
 
 

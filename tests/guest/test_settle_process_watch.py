@@ -27,11 +27,12 @@ class FakeProc:
         self.start = now_ticks + 10_000 if new else 0
         self.main_ns = 0
         self.ticks = 0
+        self.state = "S"
         (self.dir / "environ").write_bytes(f"HOME=/x\0DISPLAY={display}\0".encode())
         self.write()
 
     def write(self) -> None:
-        fields = ["S", *["0"] * 10, str(self.ticks), "0", *["0"] * 6, str(self.start), "0"]
+        fields = [self.state, *["0"] * 10, str(self.ticks), "0", *["0"] * 6, str(self.start), "0"]
         (self.dir / "stat").write_text(f"{os.getpid() + 1} ({self.name}) {' '.join(fields)}\n")
         (self.dir / "schedstat").write_text(f"{self.main_ns} 0 1\n")
 
@@ -117,6 +118,26 @@ def test_stirring_must_stand_out_from_the_background_rate(proc_root: Path) -> No
     assert watch.busy(11.02).stirring == ("bash",)
     app.run(ms=3)  # far above it
     assert watch.busy(11.04).stirring == ("soffice.bin",)
+
+
+def test_a_woken_process_still_waiting_for_a_cpu_stirs(proc_root: Path) -> None:
+    # The kernel adds a run-queue wait to schedstat only when the wait ends: a dialog woken by a
+    # click on a loaded host shows no work until it has run, and the screen was still.
+    dialog = FakeProc(proc_root, 100, "xmessage", new=False)
+    spinner = FakeProc(proc_root, 101, "busy-loop", new=False)
+    watch = ProcessWatch(DISPLAY, proc_root=str(proc_root))
+    watch.mark(now=10.0)
+    watch.busy(10.0)
+    spinner.run(ms=900)  # busy before the action: background
+    watch.mark(now=11.0)
+    assert watch.busy(11.02).stirring == ()
+    dialog.state = spinner.state = "R"
+    dialog.write()
+    spinner.run(ms=0)
+    assert watch.busy(11.04).stirring == ("xmessage",)
+    dialog.state = "S"
+    dialog.run(ms=0.1)  # it ran (its wait is counted now) and sleeps again
+    assert watch.busy(11.06).stirring == ()
 
 
 def test_presses_enter_reads_typed_actions_and_pyautogui_code() -> None:
