@@ -215,6 +215,11 @@ def report(runs: Sequence[Run], noise: dict[int, dict[str, list[float]]]) -> str
                 f"evaluation noise, seed {seed}, {name} RL: success {shown} over "
                 f"{len(values)} evaluation seed(s): {spread}"
             )
+        if rates.get("before") and rates.get("after"):
+            # The run's own before/after use one evaluation seed each: this is the same gain
+            # with the evaluation's sampling averaged out.
+            gain = 100 * (statistics.fmean(rates["after"]) - statistics.fmean(rates["before"]))
+            lines.append(f"seed {seed}, run 1's gain on the mean of those evaluations: {gain:+.1f}")
     return "\n".join(lines)
 
 

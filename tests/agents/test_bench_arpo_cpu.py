@@ -78,9 +78,10 @@ def test_reruns_are_compared_exactly_and_spreads_reported(
         "evaluation noise, seed 1, before RL: success 0.500 0.520 over 2 evaluation seed(s): "
         "sd 1.4 points"
     ) in lines
-    assert lines[-1].endswith(
+    assert lines[-2].endswith(
         "after RL: success 0.700 over 1 evaluation seed(s): one evaluation, no spread"
     )
+    assert lines[-1] == "seed 1, run 1's gain on the mean of those evaluations: +19.0"
 
 
 def test_a_finished_run_is_not_run_again(bench: ModuleType, tmp_path: Path) -> None:
