@@ -199,6 +199,19 @@ class ComponentTable:
             self._chains[name] = [(p, processes.start_time(p)) for p in chain]
         return chain
 
+    def program_pid(self, name: str) -> int:
+        """PID of component ``name``'s program, which ``pid()`` may not be for a moment.
+
+        Raises:
+            ProcessLookupError: The sandboxed program has exited and its ``bwrap`` not yet (a
+                few milliseconds): the chain ends at the ``bwrap``, whose PID is not the
+                program's.
+        """
+        pid = self.pid(name)
+        if self.sandboxed(name) and processes.command_name(pid) in (b"bwrap", None):
+            raise ProcessLookupError(f"{name}'s program has exited")
+        return pid
+
     def exited(self, name: str) -> bool:
         """Whether component ``name`` (started) has exited."""
         return name in self.procs and self.procs[name].poll() is not None
@@ -222,11 +235,11 @@ class ComponentTable:
         if self.exited(name):
             return True
         try:
-            pid = self.pid(name)
+            pid = self.program_pid(name)
         except (KeyError, IndexError):
             return False
-        if self.sandboxed(name) and processes.command_name(pid) in (b"bwrap", None):
-            return True  # the chain ends at its bwrap: the program is gone
+        except ProcessLookupError:
+            return True
         return processes.state(pid) in (*STOPPED_STATES, "Z", "X", None)
 
     def stop(self, name: str, timeout: float = 1.0) -> None:

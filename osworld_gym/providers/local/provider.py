@@ -587,10 +587,7 @@ class LocalDesktop(Desktop):
             ProcessLookupError: The sandboxed program has exited and its ``bwrap`` not yet
                 (a few milliseconds): no PID is the program's then, until the check restarts it.
         """
-        pid = self.components.pid(component)
-        if self._sandboxed(component) and processes.command_name(pid) in (b"bwrap", None):
-            raise ProcessLookupError(f"{component}'s program has exited")
-        return pid
+        return self.components.program_pid(component)
 
     def _sandboxed(self, component: str) -> bool:
         return self._bwrap is not None and component != "xvfb"
